@@ -1,0 +1,79 @@
+"""tooldb: the tool layer for AI agents as a database and a runtime.
+
+    import tooldb
+
+    @tooldb.tool
+    def add(a: int, b: int = 1) -> int:
+        \"\"\"Add two integers.\"\"\"
+        return a + b
+
+    registry = tooldb.open()          # SQLite in the user data dir, or TOOLDB_URL
+    registry.add(add)
+    registry.call("add", {"a": 2})    # ToolResult(success=True, output='3', data=3, ...)
+"""
+
+from __future__ import annotations
+
+from .binding import Binder, normalize_parameters
+from .decorators import tool
+from .errors import (
+    ArgumentError,
+    DefinitionError,
+    ExecutionError,
+    ModelError,
+    NotFound,
+    StoreError,
+    ToolDBError,
+    ToolDisabled,
+    ToolTimeout,
+    UsageError,
+)
+from .registry import Registry, open_registry
+from .settings import Settings
+from .types import (
+    BoundCall,
+    CallRecord,
+    ErrorKind,
+    Returns,
+    ToolKind,
+    ToolRecord,
+    ToolResult,
+    ToolSpec,
+    ToolStats,
+    ToolVersion,
+)
+
+open = open_registry  # noqa: A001 - `tooldb.open(url)` is the documented entry point
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArgumentError",
+    "Binder",
+    "BoundCall",
+    "CallRecord",
+    "DefinitionError",
+    "ErrorKind",
+    "ExecutionError",
+    "ModelError",
+    "NotFound",
+    "Registry",
+    "Returns",
+    "Settings",
+    "StoreError",
+    "ToolDBError",
+    "ToolDisabled",
+    "ToolKind",
+    "ToolRecord",
+    "ToolResult",
+    "ToolSpec",
+    "ToolStats",
+    "ToolTimeout",
+    "ToolVersion",
+    "UsageError",
+    "__version__",
+    "normalize_parameters",
+    "open",
+    "open_registry",
+    "tool",
+]

@@ -1,0 +1,343 @@
+"""The ``tooldb`` command: a thin layer over the Registry, and the only place errors
+become exit codes (0 ok, 1 tool failure, 2 bad usage or input).
+
+Every command that prints data takes ``--json`` and then prints exactly one JSON
+document on stdout; errors then come as ``{"error": {...}}`` on stdout as well as
+a line on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .errors import ArgumentError, ToolDBError
+from .registry import Registry, open_registry
+from .settings import Settings
+from .stores import PutOutcome, open_store
+from .types import ToolRecord
+
+app = typer.Typer(
+    name="tooldb",
+    help="tooldb: the tool layer for AI agents as a database and a runtime.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+add_app = typer.Typer(help="Register tools from Python modules or manifests.", no_args_is_help=True)
+app.add_typer(add_app, name="add")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+_out = Console(soft_wrap=True, highlight=False)
+_err = Console(stderr=True, highlight=False)
+
+
+class _State:
+    db: str | None = None
+    tenant: str | None = None
+    as_json: bool = False
+
+
+_state = _State()
+
+
+@app.callback()
+def _global(
+    db: Annotated[
+        str | None,
+        typer.Option("--db", envvar="TOOLDB_URL", help="Store URL: sqlite:///PATH or postgresql://..."),
+    ] = None,
+    tenant: Annotated[
+        str | None, typer.Option("--tenant", envvar="TOOLDB_TENANT", help="Tenant (default: default).")
+    ] = None,
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    if version:
+        typer.echo(__version__)
+        raise typer.Exit(0)
+    _state.db, _state.tenant = db, tenant
+    # Like `python -m`, let `add python mymodule` and python targets find the current directory.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+
+
+# -- plumbing -----------------------------------------------------------------
+@contextmanager
+def _registry(as_json: bool, *, create: bool = True) -> Iterator[Registry]:
+    _state.as_json = as_json
+    with _errors():
+        registry = open_registry(_state.db, _state.tenant, create=create)
+        try:
+            yield registry
+        finally:
+            registry.close()
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except ToolDBError as exc:
+        _fail(exc)
+
+
+def _fail(exc: ToolDBError) -> NoReturn:
+    if _state.as_json:
+        error: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+        if isinstance(exc, ArgumentError):
+            error.update(tool=exc.tool, parameter=exc.parameter, problems=exc.problems)
+        _print_json({"error": error})
+    _err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+    raise typer.Exit(exc.exit_code)
+
+
+def _print_json(document: Any) -> None:
+    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def _when(timestamp: float | None) -> str:
+    return datetime.fromtimestamp(timestamp).isoformat(sep=" ", timespec="seconds") if timestamp else "-"
+
+
+def _pct(rate: float | None) -> str:
+    return f"{rate:.0%}" if rate is not None else "-"
+
+
+def _ms(value: float | None) -> str:
+    return f"{value:.2f}" if value is not None else "-"
+
+
+def _text(value: str) -> str:
+    """Render user data literally (rich markup in a description must not be interpreted)."""
+    from rich.markup import escape
+
+    return escape(value)
+
+
+# -- commands -----------------------------------------------------------------
+@app.command()
+def init(as_json: JsonOpt = False) -> None:
+    """Create the registry, or upgrade an existing one in place (data is kept)."""
+    _state.as_json = as_json
+    with _errors():
+        settings = Settings.load(url=_state.db, tenant=_state.tenant)
+        store = open_store(settings.resolved_url, sqlite_busy_timeout_s=settings.sqlite_busy_timeout_s)
+        try:
+            before, after = store.migrate()
+            url = store.url
+        finally:
+            store.close()
+    if as_json:
+        _print_json({"url": url, "revision_before": before, "revision": after})
+    elif before == after:
+        _out.print(f"registry {_text(url)} is up to date (schema {after})")
+    else:
+        _out.print(f"registry {_text(url)} upgraded from {before or 'empty'} to {after}")
+
+
+def _report_added(outcomes: list[PutOutcome], as_json: bool) -> None:
+    if as_json:
+        _print_json(
+            {
+                "tools": [
+                    {"name": o.record.name, "version": o.record.version, "status": o.status}
+                    for o in outcomes
+                ]
+            }
+        )
+        return
+    counts = {s: sum(1 for o in outcomes if o.status == s) for s in ("created", "updated", "unchanged")}
+    for outcome in outcomes:
+        if outcome.status != "unchanged":
+            _out.print(f"{outcome.status:>9}  {_text(outcome.record.name)} (v{outcome.record.version})")
+    _out.print(
+        f"{len(outcomes)} tools: {counts['created']} created, {counts['updated']} updated, "
+        f"{counts['unchanged']} unchanged"
+    )
+
+
+@add_app.command("python")
+def add_python(
+    module: Annotated[str, typer.Argument(help="Importable module with @tool functions.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Register every @tool function of a Python module."""
+    with _registry(as_json) as registry:
+        outcomes = registry.add_module(module)
+    _report_added(outcomes, as_json)
+
+
+@add_app.command("manifest")
+def add_manifest(
+    file: Annotated[Path, typer.Argument(help="YAML, JSON or JSON Lines manifest.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Register the tools of a manifest (all or none)."""
+    with _registry(as_json) as registry:
+        outcomes = registry.add_manifest(file)
+    _report_added(outcomes, as_json)
+
+
+@app.command("list")
+def list_tools(
+    category: Annotated[str | None, typer.Option(help="Only this category.")] = None,
+    kind: Annotated[str | None, typer.Option(help="Only this kind (python, sql, ...).")] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Include disabled tools.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the tenant's tools."""
+    with _registry(as_json) as registry:
+        tools = registry.list(category=category, kind=kind, include_disabled=show_all)
+    if as_json:
+        _print_json({"tools": [t.summary() for t in tools]})
+        return
+    table = Table("name", "category", "kind", "v", "enabled", "calls", "success")
+    table.add_column("description", no_wrap=True, overflow="ellipsis", max_width=60)
+    for t in tools:
+        table.add_row(
+            _text(t.name), _text(t.spec.category), t.spec.kind.value, str(t.version),
+            "yes" if t.enabled else "no", str(t.stats.usage_count), _pct(t.stats.success_rate),
+            _text(t.spec.description.splitlines()[0] if t.spec.description else ""),
+        )  # fmt: skip
+    _out.print(table)
+    _out.print(f"{len(tools)} tools")
+
+
+@app.command()
+def show(
+    name: Annotated[str, typer.Argument(help="Tool name.")],
+    version: Annotated[int | None, typer.Option(help="Show this older version.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a tool: schema, statistics and versions."""
+    with _registry(as_json) as registry:
+        tool = registry.get(name)
+        versions = registry.versions(name)
+        shown = registry.version(name, version).spec if version is not None else tool.spec
+    document = {
+        **tool.summary(),
+        **shown.definition(),
+        "shown_version": version or tool.version,
+        "versions": [
+            {"version": v.version, "content_hash": v.content_hash, "created_at": v.created_at}
+            for v in versions
+        ],
+    }
+    if as_json:
+        _print_json(document)
+        return
+    _print_tool(tool, document)
+
+
+def _print_tool(tool: ToolRecord, document: dict[str, Any]) -> None:
+    stats = tool.stats
+    _out.print(f"[bold]{_text(tool.name)}[/bold]  v{document['shown_version']} of {tool.version}"
+               f"  ({'enabled' if tool.enabled else 'disabled'})")  # fmt: skip
+    for key in ("description", "category", "kind", "target", "returns", "timeout_s"):
+        _out.print(f"  {key:12} {_text(str(document[key]))}")
+    _out.print("  parameters   " + _text(json.dumps(document["parameters"], ensure_ascii=False)))
+    _out.print(
+        f"  stats        {stats.usage_count} calls, success {_pct(stats.success_rate)}, "
+        f"avg {_ms(stats.avg_duration_ms)} ms, last used {_when(stats.last_used)}"
+    )
+    for v in document["versions"]:
+        _out.print(f"  version {v['version']:<4} {v['content_hash'][:12]}  {_when(v['created_at'])}")
+
+
+def _toggle(name: str, as_json: bool, action: Callable[[Registry, str], None], verb: str) -> None:
+    with _registry(as_json) as registry:
+        action(registry, name)
+    if as_json:
+        _print_json({"name": name, "action": verb})
+    else:
+        _out.print(f"{verb} {_text(name)}")
+
+
+@app.command()
+def enable(name: str, as_json: JsonOpt = False) -> None:
+    """Enable a tool."""
+    _toggle(name, as_json, Registry.enable, "enabled")
+
+
+@app.command()
+def disable(name: str, as_json: JsonOpt = False) -> None:
+    """Disable a tool: it stays registered but cannot be called."""
+    _toggle(name, as_json, Registry.disable, "disabled")
+
+
+@app.command()
+def remove(name: str, as_json: JsonOpt = False) -> None:
+    """Remove a tool and its versions (its recorded calls are kept)."""
+    _toggle(name, as_json, Registry.remove, "removed")
+
+
+@app.command()
+def call(
+    name: Annotated[str, typer.Argument(help="Tool name.")],
+    args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
+    timeout: Annotated[float | None, typer.Option(help="Seconds before the tool is stopped.")] = None,
+    run_id: Annotated[str | None, typer.Option(help="Record the call under this run id.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Call a tool: bind the arguments, run it, record the call."""
+    with _registry(as_json) as registry:
+        result = registry.call(name, args, timeout_s=timeout, run_id=run_id)
+    if as_json:
+        _print_json(result.model_dump(mode="json"))
+    elif result.success:
+        sys.stdout.write(result.output + ("\n" if not result.output.endswith("\n") else ""))
+    else:
+        _err.print(f"[red]tool failed:[/red] {_text(result.error or '')}")
+    raise typer.Exit(0 if result.success else 1)
+
+
+@app.command()
+def stats(as_json: JsonOpt = False) -> None:
+    """Per-tool usage, success rate and latency."""
+    with _registry(as_json) as registry:
+        tools = registry.stats()
+    if as_json:
+        _print_json({"tools": [{"name": t.name, "enabled": t.enabled, **t.stats.summary()} for t in tools]})
+        return
+    table = Table("name", "calls", "success", "avg ms", "last used", "enabled")
+    for t in tools:
+        s = t.stats
+        table.add_row(_text(t.name), str(s.usage_count), _pct(s.success_rate), _ms(s.avg_duration_ms),
+                      _when(s.last_used), "yes" if t.enabled else "no")  # fmt: skip
+    _out.print(table)
+
+
+@app.command()
+def calls(
+    tool: Annotated[str | None, typer.Option(help="Only calls of this tool.")] = None,
+    run_id: Annotated[str | None, typer.Option(help="Only calls of this run.")] = None,
+    limit: Annotated[int, typer.Option(min=0, help="How many, newest first.")] = 20,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recent calls, newest first."""
+    with _registry(as_json) as registry:
+        records = registry.calls(tool=tool, run_id=run_id, limit=limit)
+    if as_json:
+        _print_json({"calls": [r.model_dump(mode="json") for r in records]})
+        return
+    table = Table("id", "started", "tool", "v", "ok", "ms", "error")
+    for r in records:
+        table.add_row(str(r.id), _when(r.started_at), _text(r.tool_name), str(r.tool_version),
+                      "yes" if r.success else "no", _ms(r.duration_ms),
+                      _text((r.error or "")[:80]))  # fmt: skip
+    _out.print(table)
+
+
+def main() -> None:
+    app()

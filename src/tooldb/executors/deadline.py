@@ -1,0 +1,135 @@
+"""Stop synchronous Python code that runs past its deadline.
+
+Python cannot kill a thread, so the deadline raises ``DeadlineExceeded`` (a
+BaseException, so a tool's ``except Exception`` cannot swallow it) inside the
+thread running the tool:
+
+* in the main thread, through ``SIGALRM``: this also interrupts blocking calls
+  such as ``time.sleep`` or a socket read;
+* in any other thread, through ``PyThreadState_SetAsyncExc`` from a watchdog
+  thread: this stops Python code at once, but a blocking C call finishes first.
+
+Tools that must be killed hard whatever they do belong in a subprocess kind.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import heapq
+import itertools
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+class DeadlineExceeded(BaseException):
+    """Raised inside the tool's thread when its time is up."""
+
+
+@contextmanager
+def deadline(seconds: float | None) -> Iterator[None]:
+    """Run the block under a deadline; raises DeadlineExceeded when it is exceeded."""
+    if seconds is None or seconds <= 0:
+        yield
+    elif _can_use_alarm():
+        with _alarm(seconds):
+            yield
+    else:
+        with _WATCHDOG.guard(seconds):
+            yield
+
+
+def _can_use_alarm() -> bool:
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        return False
+    return signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, signal.SIG_IGN, None)
+
+
+@contextmanager
+def _alarm(seconds: float) -> Iterator[None]:
+    armed = True
+
+    def on_alarm(_signum: int, _frame: Any) -> None:
+        if armed:
+            raise DeadlineExceeded
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        armed = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class _Timer:
+    __slots__ = ("fired", "pending", "thread_id")
+
+    def __init__(self, thread_id: int) -> None:
+        self.thread_id = thread_id
+        self.pending = True
+        self.fired = False
+
+
+class _Watchdog:
+    """One daemon thread serving every deadline of non-main threads."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, _Timer]] = []
+        self._counter = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def guard(self, seconds: float) -> Iterator[None]:
+        timer = _Timer(threading.get_ident())
+        with self._cond:
+            heapq.heappush(self._heap, (time.monotonic() + seconds, next(self._counter), timer))
+            self._ensure_thread()
+            self._cond.notify()
+        try:
+            yield
+        finally:
+            with self._cond:
+                timer.pending = False
+                fired = timer.fired
+            if fired:
+                # The exception may have been scheduled but not yet raised: clear it
+                # so it cannot surface later in unrelated code, then report the timeout.
+                _set_async_exc(timer.thread_id, None)
+                raise DeadlineExceeded
+
+    def _ensure_thread(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name="tooldb-deadline", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                while self._heap and not self._heap[0][2].pending:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, timer = self._heap[0]
+                remaining = due - time.monotonic()
+                if remaining > 0:
+                    self._cond.wait(remaining)
+                    continue
+                heapq.heappop(self._heap)
+                timer.fired = True
+                _set_async_exc(timer.thread_id, DeadlineExceeded)
+
+
+def _set_async_exc(thread_id: int, exc: type[BaseException] | None) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc is not None else None
+    )
+
+
+_WATCHDOG = _Watchdog()

@@ -1,0 +1,147 @@
+"""Python tools: ``module:function`` targets, sync or async, called with keyword arguments."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import os
+import threading
+from collections.abc import Callable, Coroutine
+from concurrent.futures import Future
+from typing import Any
+
+from ..errors import DefinitionError, ExecutionError, ToolTimeout
+from ..types import ToolKind, ToolRecord, ToolSpec
+from .deadline import DeadlineExceeded, deadline
+
+
+class PythonExecutor:
+    """Resolves targets once and runs them with the tool's timeout."""
+
+    kind = ToolKind.PYTHON
+
+    def __init__(self) -> None:
+        self._resolved: dict[str, Callable[..., Any]] = {}
+        self._lock = threading.Lock()
+
+    def provide(self, target: str, func: Callable[..., Any]) -> None:
+        """Use this callable for ``target`` (functions not importable by path, e.g. in tests)."""
+        with self._lock:
+            self._resolved[target] = func
+
+    def check(self, spec: ToolSpec) -> None:
+        self.resolve(spec.target)
+
+    def resolve(self, target: str) -> Callable[..., Any]:
+        func = self._resolved.get(target)
+        if func is not None:
+            return func
+        func = _import_target(target)
+        with self._lock:
+            self._resolved[target] = func
+        return func
+
+    def prepare(self, tool: ToolRecord) -> None:
+        self._callable(tool)
+
+    def run(self, tool: ToolRecord, arguments: dict[str, Any], timeout_s: float | None) -> Any:
+        func = self._callable(tool)
+        if inspect.iscoroutinefunction(func):
+            return _loop_thread().run(self._run_async(tool, func, arguments, timeout_s))
+        try:
+            with deadline(timeout_s):
+                value = func(**arguments)
+        except DeadlineExceeded:
+            raise _timeout(tool, timeout_s) from None
+        if inspect.isawaitable(value):
+            return _loop_thread().run(self._await(tool, value, timeout_s))
+        return value
+
+    async def arun(
+        self, tool: ToolRecord, arguments: dict[str, Any], timeout_s: float | None
+    ) -> Any:
+        func = self._callable(tool)
+        if inspect.iscoroutinefunction(func):
+            return await self._run_async(tool, func, arguments, timeout_s)
+        return await asyncio.to_thread(self.run, tool, arguments, timeout_s)
+
+    async def _run_async(
+        self,
+        tool: ToolRecord,
+        func: Callable[..., Any],
+        arguments: dict[str, Any],
+        timeout_s: float | None,
+    ) -> Any:
+        return await self._await(tool, func(**arguments), timeout_s)
+
+    @staticmethod
+    async def _await(tool: ToolRecord, awaitable: Any, timeout_s: float | None) -> Any:
+        try:
+            return await asyncio.wait_for(awaitable, timeout_s)
+        except TimeoutError:
+            raise _timeout(tool, timeout_s) from None
+
+    def _callable(self, tool: ToolRecord) -> Callable[..., Any]:
+        try:
+            return self.resolve(tool.spec.target)
+        except DefinitionError as exc:
+            raise ExecutionError(str(exc)) from None
+
+
+def _timeout(tool: ToolRecord, timeout_s: float | None) -> ToolTimeout:
+    return ToolTimeout(f"tool {tool.name!r} timed out after {timeout_s:g} s and was stopped")
+
+
+def _import_target(target: str) -> Callable[..., Any]:
+    module_name, sep, qualname = target.partition(":")
+    if not sep or not module_name or not qualname:
+        raise DefinitionError(f"python target {target!r} must look like 'package.module:function'")
+    try:
+        value: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise DefinitionError(f"python target {target!r}: cannot import {module_name!r}: {exc}") from None
+    for part in qualname.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise DefinitionError(
+                f"python target {target!r}: {module_name!r} has no attribute {qualname!r}"
+            ) from None
+    if not callable(value):
+        raise DefinitionError(f"python target {target!r} is not callable")
+    return value  # type: ignore[no-any-return]
+
+
+class _LoopThread:
+    """A private event loop in a daemon thread, so sync callers can run async tools
+    even when they are themselves inside someone else's running loop."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=self.loop.run_forever, name="tooldb-async", daemon=True)
+        thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return future.result()
+
+
+_LOOP: _LoopThread | None = None
+_LOOP_LOCK = threading.Lock()
+
+
+def _forget_loop_after_fork() -> None:
+    global _LOOP
+    _LOOP = None
+
+
+os.register_at_fork(after_in_child=_forget_loop_after_fork)
+
+
+def _loop_thread() -> _LoopThread:
+    global _LOOP
+    with _LOOP_LOCK:
+        if _LOOP is None:
+            _LOOP = _LoopThread()
+        return _LOOP

@@ -1,0 +1,64 @@
+"""Stores: where the registry lives. ``open_store(url)`` picks the backend by URL scheme."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from ..errors import UsageError
+from ..types import CallRecord, ToolRecord, ToolSpec, ToolVersion
+from .sql_store import PutOutcome, SQLStore, ToolHead
+
+__all__ = ["PutOutcome", "SQLStore", "Store", "ToolHead", "open_store"]
+
+
+class Store(Protocol):
+    """What the registry needs from a store; SQLStore implements it for SQLite and PostgreSQL."""
+
+    dialect: str
+
+    @property
+    def url(self) -> str: ...
+    def close(self) -> None: ...
+    def revision(self) -> str | None: ...
+    def migrate(self) -> tuple[str | None, str]: ...
+    def tool_head(self, tenant: str, name: str) -> ToolHead | None: ...
+    def get_tool(self, tenant: str, name: str) -> ToolRecord | None: ...
+    def list_tools(
+        self,
+        tenant: str,
+        *,
+        category: str | None = None,
+        kind: str | None = None,
+        include_disabled: bool = False,
+    ) -> list[ToolRecord]: ...
+    def put_tools(self, tenant: str, specs: Sequence[ToolSpec]) -> list[PutOutcome]: ...
+    def set_enabled(self, tenant: str, name: str, enabled: bool) -> bool: ...
+    def remove_tool(self, tenant: str, name: str) -> bool: ...
+    def tool_versions(self, tenant: str, name: str) -> list[ToolVersion]: ...
+    def record_call(self, row: dict[str, Any], *, counted: bool) -> int: ...
+    def list_calls(
+        self,
+        tenant: str,
+        *,
+        tool_name: str | None = None,
+        run_id: str | None = None,
+        limit: int = 20,
+    ) -> list[CallRecord]: ...
+    def count_calls(self, tenant: str, tool_name: str | None = None) -> int: ...
+
+
+def open_store(url: str, *, sqlite_busy_timeout_s: float = 60.0) -> Store:
+    """Open (not create) the store at ``url``: ``sqlite:///path`` or ``postgresql://...``."""
+    scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
+    if scheme == "sqlite":
+        from .sqlite import create_sqlite_engine
+
+        return SQLStore(create_sqlite_engine(url, sqlite_busy_timeout_s))
+    if scheme in {"postgresql", "postgres"}:
+        from .postgres import create_postgres_engine
+
+        return SQLStore(create_postgres_engine(url))
+    raise UsageError(
+        f"unsupported store URL {url.split('@')[-1]!r}: use sqlite:///PATH or postgresql://..."
+    )

@@ -1,0 +1,87 @@
+"""The registry's tables at the head migration (SQLAlchemy Core).
+
+Migrations create these; a test checks that a migrated database matches this
+metadata exactly, so the two cannot drift apart. Timestamps are Unix seconds
+(floats): cheap to write on the hot path and trivially comparable in windows.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+
+metadata = sa.MetaData()
+
+#: JSON everywhere, JSONB on PostgreSQL so later issues can index into it.
+Json = sa.JSON().with_variant(JSONB(), "postgresql")
+#: 64-bit ids on PostgreSQL; SQLite needs INTEGER to alias the rowid.
+BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+tools = sa.Table(
+    "tools",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("description", sa.Text, nullable=False),
+    sa.Column("category", sa.Text, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("target", sa.Text, nullable=False),
+    sa.Column("parameters", Json, nullable=False),
+    sa.Column("returns", sa.Text, nullable=False),
+    sa.Column("timeout_s", sa.Float, nullable=True),
+    sa.Column("metadata", Json, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("content_hash", sa.Text, nullable=False),
+    sa.Column("enabled", sa.Boolean, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sa.Column("usage_count", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("success_count", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("total_duration_ms", sa.Float, nullable=False, server_default="0"),
+    sa.Column("last_used", sa.Float, nullable=True),
+    sa.UniqueConstraint("tenant", "name", name="uq_tools_tenant_name"),
+)
+sa.Index("ix_tools_tenant_category", tools.c.tenant, tools.c.category)
+
+tool_versions = sa.Table(
+    "tool_versions",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column(
+        "tool_id",
+        BigId,
+        sa.ForeignKey("tools.id", ondelete="CASCADE", name="fk_tool_versions_tool"),
+        nullable=False,
+    ),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("content_hash", sa.Text, nullable=False),
+    sa.Column("definition", Json, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("tool_id", "version", name="uq_tool_versions_tool_version"),
+)
+
+# Calls keep the tool's name and version rather than a foreign key: the log
+# outlives a removed tool, and provenance must still explain old results.
+calls = sa.Table(
+    "calls",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("tool_id", sa.BigInteger, nullable=True),
+    sa.Column("tool_name", sa.Text, nullable=False),
+    sa.Column("tool_version", sa.Integer, nullable=False),
+    sa.Column("run_id", sa.Text, nullable=True),
+    sa.Column("session_id", sa.Text, nullable=False),
+    sa.Column("arguments", sa.JSON, nullable=True),
+    sa.Column("success", sa.Boolean, nullable=False),
+    sa.Column("error_kind", sa.Text, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("output_size", sa.BigInteger, nullable=False),
+    sa.Column("output_preview", sa.Text, nullable=True),
+    sa.Column("duration_ms", sa.Float, nullable=False),
+    sa.Column("started_at", sa.Float, nullable=False),
+)
+sa.Index("ix_calls_tenant_started", calls.c.tenant, calls.c.started_at)
+sa.Index("ix_calls_tenant_tool_started", calls.c.tenant, calls.c.tool_name, calls.c.started_at)
+sa.Index("ix_calls_run", calls.c.run_id)

@@ -1,0 +1,311 @@
+"""The registry store on SQLAlchemy Core: one implementation for SQLite and PostgreSQL.
+
+Every write is one transaction; statistics are updated with relative
+``SET x = x + :d`` statements in the same transaction as the call record, so
+figures stay exact under any number of concurrent writers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from ..errors import StoreError
+from ..types import CallRecord, ErrorKind, ToolRecord, ToolSpec, ToolStats, ToolVersion
+from . import migrate
+from .schema import calls, tool_versions, tools
+
+_SPEC_COLUMNS = (
+    "description", "category", "kind", "target", "parameters", "returns", "timeout_s", "metadata",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ToolHead:
+    """The few columns the call path needs to decide whether its cache is current."""
+
+    id: int
+    version: int
+    content_hash: str
+    enabled: bool
+
+
+@dataclass(frozen=True)
+class PutOutcome:
+    """What registering one spec did: ``created``, ``updated`` or ``unchanged``."""
+
+    record: ToolRecord
+    status: str
+
+
+class SQLStore:
+    """Tools, versions and the call log in one SQL database."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+        self._reader = engine.execution_options(isolation_level="AUTOCOMMIT")
+        self.dialect = engine.dialect.name
+
+    @property
+    def url(self) -> str:
+        """The store's URL with any password hidden."""
+        return self.engine.url.render_as_string(hide_password=True)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- schema ------------------------------------------------------------
+    def revision(self) -> str | None:
+        with self._guard():
+            return migrate.current_revision(self.engine)
+
+    def migrate(self) -> tuple[str | None, str]:
+        with self._guard():
+            return migrate.upgrade(self.engine)
+
+    # -- tools -------------------------------------------------------------
+    def tool_head(self, tenant: str, name: str) -> ToolHead | None:
+        query = sa.select(tools.c.id, tools.c.version, tools.c.content_hash, tools.c.enabled).where(
+            tools.c.tenant == tenant, tools.c.name == name
+        )
+        with self._guard(), self._reader.connect() as conn:
+            row = conn.execute(query).first()
+        return ToolHead(row.id, row.version, row.content_hash, bool(row.enabled)) if row else None
+
+    def get_tool(self, tenant: str, name: str) -> ToolRecord | None:
+        query = sa.select(tools).where(tools.c.tenant == tenant, tools.c.name == name)
+        with self._guard(), self._reader.connect() as conn:
+            row = conn.execute(query).first()
+        return _record(row) if row else None
+
+    def list_tools(
+        self,
+        tenant: str,
+        *,
+        category: str | None = None,
+        kind: str | None = None,
+        include_disabled: bool = False,
+    ) -> list[ToolRecord]:
+        query = sa.select(tools).where(tools.c.tenant == tenant).order_by(tools.c.name)
+        if category is not None:
+            query = query.where(tools.c.category == category)
+        if kind is not None:
+            query = query.where(tools.c.kind == kind)
+        if not include_disabled:
+            query = query.where(tools.c.enabled.is_(True))
+        with self._guard(), self._reader.connect() as conn:
+            return [_record(row) for row in conn.execute(query)]
+
+    def put_tools(self, tenant: str, specs: Sequence[ToolSpec]) -> list[PutOutcome]:
+        """Register or update many specs atomically: all land or none do."""
+        for attempt in range(3):
+            try:
+                with self._guard(), self.engine.begin() as conn:
+                    now = time.time()
+                    return [self._put_one(conn, tenant, spec, now) for spec in specs]
+            except StoreError as exc:
+                # Two writers created the same new tool at once: the loser retries.
+                if not isinstance(exc.__cause__, IntegrityError) or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _put_one(self, conn: sa.Connection, tenant: str, spec: ToolSpec, now: float) -> PutOutcome:
+        digest = spec.content_hash()
+        definition = spec.definition()
+        columns = {key: definition[key] for key in _SPEC_COLUMNS}
+        query = sa.select(tools.c.id, tools.c.version, tools.c.content_hash).where(
+            tools.c.tenant == tenant, tools.c.name == spec.name
+        )
+        if conn.dialect.name == "postgresql":
+            query = query.with_for_update()
+        current = conn.execute(query).first()
+        if current is not None and current.content_hash == digest:
+            status = "unchanged"
+            tool_id = current.id
+        elif current is None:
+            status = "created"
+            tool_id = conn.execute(
+                tools.insert().values(
+                    tenant=tenant, name=spec.name, version=1, content_hash=digest,
+                    enabled=True, created_at=now, updated_at=now, **columns,
+                )  # fmt: skip
+            ).inserted_primary_key[0]  # type: ignore[index]
+            self._insert_version(conn, tool_id, 1, digest, definition, now)
+        else:
+            status = "updated"
+            tool_id = current.id
+            version = current.version + 1
+            conn.execute(
+                tools.update()
+                .where(tools.c.id == tool_id)
+                .values(version=version, content_hash=digest, updated_at=now, **columns)
+            )
+            self._insert_version(conn, tool_id, version, digest, definition, now)
+        row = conn.execute(sa.select(tools).where(tools.c.id == tool_id)).one()
+        return PutOutcome(_record(row), status)
+
+    @staticmethod
+    def _insert_version(
+        conn: sa.Connection,
+        tool_id: int,
+        version: int,
+        digest: str,
+        definition: dict[str, Any],
+        now: float,
+    ) -> None:
+        conn.execute(
+            tool_versions.insert().values(
+                tool_id=tool_id, version=version, content_hash=digest,
+                definition=definition, created_at=now,
+            )  # fmt: skip
+        )
+
+    def set_enabled(self, tenant: str, name: str, enabled: bool) -> bool:
+        statement = (
+            tools.update()
+            .where(tools.c.tenant == tenant, tools.c.name == name)
+            .values(enabled=enabled, updated_at=time.time())
+        )
+        with self._guard(), self.engine.begin() as conn:
+            return conn.execute(statement).rowcount > 0
+
+    def remove_tool(self, tenant: str, name: str) -> bool:
+        """Delete a tool and its versions; its calls stay in the log."""
+        with self._guard(), self.engine.begin() as conn:
+            row = conn.execute(
+                sa.select(tools.c.id).where(tools.c.tenant == tenant, tools.c.name == name)
+            ).first()
+            if row is None:
+                return False
+            conn.execute(tool_versions.delete().where(tool_versions.c.tool_id == row.id))
+            conn.execute(tools.delete().where(tools.c.id == row.id))
+            return True
+
+    def tool_versions(self, tenant: str, name: str) -> list[ToolVersion]:
+        query = (
+            sa.select(tool_versions)
+            .join(tools, tools.c.id == tool_versions.c.tool_id)
+            .where(tools.c.tenant == tenant, tools.c.name == name)
+            .order_by(tool_versions.c.version)
+        )
+        with self._guard(), self._reader.connect() as conn:
+            rows = conn.execute(query).all()
+        return [
+            ToolVersion(
+                version=row.version,
+                content_hash=row.content_hash,
+                spec=ToolSpec(name=name, **row.definition),
+                created_at=row.created_at,
+            )
+            for row in rows
+        ]
+
+    # -- calls -------------------------------------------------------------
+    def record_call(self, row: dict[str, Any], *, counted: bool) -> int:
+        """Append one call and, if it ran, fold it into the tool's statistics atomically."""
+        with self._guard(), self.engine.begin() as conn:
+            call_id: int = conn.execute(calls.insert(), row).inserted_primary_key[0]  # type: ignore[index]
+            if counted and row["tool_id"] is not None:
+                conn.execute(
+                    tools.update()
+                    .where(tools.c.id == row["tool_id"])
+                    .values(
+                        usage_count=tools.c.usage_count + 1,
+                        success_count=tools.c.success_count + (1 if row["success"] else 0),
+                        total_duration_ms=tools.c.total_duration_ms + row["duration_ms"],
+                        last_used=sa.func.max(
+                            sa.func.coalesce(tools.c.last_used, 0), row["started_at"]
+                        )
+                        if self.dialect == "sqlite"
+                        else sa.func.greatest(
+                            sa.func.coalesce(tools.c.last_used, 0), row["started_at"]
+                        ),
+                    )
+                )
+        return call_id
+
+    def list_calls(
+        self,
+        tenant: str,
+        *,
+        tool_name: str | None = None,
+        run_id: str | None = None,
+        limit: int = 20,
+    ) -> list[CallRecord]:
+        query = sa.select(calls).where(calls.c.tenant == tenant).order_by(calls.c.id.desc())
+        if tool_name is not None:
+            query = query.where(calls.c.tool_name == tool_name)
+        if run_id is not None:
+            query = query.where(calls.c.run_id == run_id)
+        query = query.limit(limit)
+        with self._guard(), self._reader.connect() as conn:
+            return [_call_record(row) for row in conn.execute(query)]
+
+    def count_calls(self, tenant: str, tool_name: str | None = None) -> int:
+        query = sa.select(sa.func.count()).select_from(calls).where(calls.c.tenant == tenant)
+        if tool_name is not None:
+            query = query.where(calls.c.tool_name == tool_name)
+        with self._guard(), self._reader.connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    # -- helpers -----------------------------------------------------------
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Turn driver errors into StoreError with the store named."""
+        try:
+            yield
+        except OperationalError as exc:
+            raise StoreError(f"store {self.url} failed: {_first_line(exc)}") from exc
+        except IntegrityError as exc:
+            raise StoreError(f"store {self.url} rejected a write: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(getattr(exc, "orig", exc) or exc)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+def _record(row: sa.Row[Any]) -> ToolRecord:
+    spec = ToolSpec(name=row.name, **{key: row._mapping[key] for key in _SPEC_COLUMNS})
+    return ToolRecord(
+        id=row.id,
+        tenant=row.tenant,
+        spec=spec,
+        version=row.version,
+        content_hash=row.content_hash,
+        enabled=bool(row.enabled),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        stats=ToolStats(
+            usage_count=row.usage_count,
+            success_count=row.success_count,
+            total_duration_ms=row.total_duration_ms,
+            last_used=row.last_used,
+        ),
+    )
+
+
+def _call_record(row: sa.Row[Any]) -> CallRecord:
+    return CallRecord(
+        id=row.id,
+        tenant=row.tenant,
+        tool_id=row.tool_id,
+        tool_name=row.tool_name,
+        tool_version=row.tool_version,
+        run_id=row.run_id,
+        session_id=row.session_id,
+        arguments=row.arguments,
+        success=bool(row.success),
+        error_kind=ErrorKind(row.error_kind) if row.error_kind else None,
+        error=row.error,
+        output_size=row.output_size,
+        output_preview=row.output_preview,
+        duration_ms=row.duration_ms,
+        started_at=row.started_at,
+    )

@@ -1,0 +1,243 @@
+"""Value types that flow through the pipeline (no I/O here).
+
+``ToolSpec`` (a definition) → ``ToolRecord`` (a registered, versioned tool) →
+``BoundCall`` (validated arguments) → ``ToolResult`` (the uniform outcome) →
+``CallRecord`` (what the call log keeps).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+from collections.abc import Iterator
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+MAX_NAME_LENGTH = 256
+
+
+class ToolKind(StrEnum):
+    """How a tool is executed; the target's meaning depends on it."""
+
+    PYTHON = "python"
+    SQL = "sql"
+    HTTP = "http"
+    MCP = "mcp"
+    SCRIPT = "script"
+    AGENT = "agent"
+
+
+class Returns(StrEnum):
+    """The shape of a tool's result, which decides how ``output`` is rendered."""
+
+    TABLE = "table"
+    SCALAR = "scalar"
+    NONE = "none"
+    JSON = "json"
+    TEXT = "text"
+
+
+def check_name(value: str, what: str = "name") -> str:
+    """Names are stored verbatim, so only reject what can never be a name."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{what} must be a non-empty string")
+    if value != value.strip():
+        raise ValueError(f"{what} {value!r} has leading or trailing whitespace")
+    if len(value) > MAX_NAME_LENGTH:
+        raise ValueError(f"{what} is {len(value)} characters long (at most {MAX_NAME_LENGTH})")
+    if any(unicodedata.category(ch).startswith("C") for ch in value):
+        raise ValueError(f"{what} {value!r} contains control or invisible characters")
+    return value
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+class ToolSpec(BaseModel):
+    """A tool definition: everything that, when changed, makes a new version."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = ""
+    category: str = "general"
+    kind: ToolKind = ToolKind.PYTHON
+    target: str
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    returns: Returns = Returns.JSON
+    timeout_s: float | None = Field(default=None, gt=0)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        return check_name(value, "tool name")
+
+    @field_validator("category")
+    @classmethod
+    def _valid_category(cls, value: str) -> str:
+        return check_name(value, "category")
+
+    @field_validator("target")
+    @classmethod
+    def _valid_target(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("target must not be empty")
+        return value
+
+    @model_validator(mode="after")
+    def _storable_text(self) -> ToolSpec:
+        for text in _strings(self.model_dump(mode="json")):
+            if "\x00" in text:
+                raise ValueError(f"text {text[:40]!r} contains a NUL character")
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(f"text {text[:40]!r} is not valid Unicode (lone surrogate)") from None
+        return self
+
+    def definition(self) -> dict[str, Any]:
+        """The fields that identify a version (everything but the name)."""
+        return self.model_dump(mode="json", exclude={"name"})
+
+    def content_hash(self) -> str:
+        """A stable hash of the definition: equal definitions share a version."""
+        canonical = json.dumps(self.definition(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class ToolStats(BaseModel):
+    """Live statistics, maintained atomically by the recorder."""
+
+    usage_count: int = 0
+    success_count: int = 0
+    total_duration_ms: float = 0.0
+    last_used: float | None = None
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.success_count / self.usage_count if self.usage_count else None
+
+    @property
+    def avg_duration_ms(self) -> float | None:
+        return self.total_duration_ms / self.usage_count if self.usage_count else None
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "usage_count": self.usage_count,
+            "success_count": self.success_count,
+            "success_rate": self.success_rate,
+            "avg_duration_ms": self.avg_duration_ms,
+            "last_used": self.last_used,
+        }
+
+
+class ToolRecord(BaseModel):
+    """A registered tool: its current definition, version, state and statistics."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    tenant: str
+    spec: ToolSpec
+    version: int
+    content_hash: str
+    enabled: bool
+    created_at: float
+    updated_at: float
+    stats: ToolStats = Field(default_factory=ToolStats)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON shape used by ``list``/``show``."""
+        return {
+            "name": self.spec.name,
+            "tenant": self.tenant,
+            "version": self.version,
+            "enabled": self.enabled,
+            **self.spec.definition(),
+            "content_hash": self.content_hash,
+            "stats": self.stats.summary(),
+        }
+
+
+class ToolVersion(BaseModel):
+    """One stored version of a tool's definition."""
+
+    version: int
+    content_hash: str
+    spec: ToolSpec
+    created_at: float
+
+
+class BoundCall(BaseModel):
+    """Arguments validated and completed against one version of a tool."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    tool: ToolRecord
+    arguments: dict[str, Any]
+
+
+class ToolResult(BaseModel):
+    """The uniform outcome of every call (DESIGN §3).
+
+    ``output`` is what a model reads; ``data`` is the structured value.
+    """
+
+    success: bool
+    output: str = ""
+    data: Any = None
+    error: str | None = None
+    duration_ms: float = 0.0
+    call_id: int | None = None
+
+    @classmethod
+    def failure(cls, error: str, duration_ms: float = 0.0) -> ToolResult:
+        return cls(success=False, output=error, error=error, duration_ms=duration_ms)
+
+
+class ErrorKind(StrEnum):
+    """Why a recorded call did not succeed."""
+
+    ARGUMENTS = "arguments"
+    EXECUTION = "execution"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+
+
+class CallRecord(BaseModel):
+    """One row of the call log."""
+
+    id: int
+    tenant: str
+    tool_id: int | None
+    tool_name: str
+    tool_version: int
+    run_id: str | None
+    session_id: str
+    arguments: dict[str, Any] | None
+    success: bool
+    error_kind: ErrorKind | None
+    error: str | None
+    output_size: int
+    output_preview: str | None
+    duration_ms: float
+    started_at: float

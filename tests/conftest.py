@@ -1,0 +1,80 @@
+"""Shared fixtures: every store test runs on a SQLite file and on the local PostgreSQL.
+
+PostgreSQL is not optional: if it is unreachable the PostgreSQL tests fail and
+say how to start it. Each test session creates its own database and drops it.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+import tooldb
+from tooldb import Registry, Settings
+
+PG_ADMIN_URL = os.environ.get("TOOLDB_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+PG_START_HINT = (
+    "PostgreSQL is not reachable at {url}: start it with "
+    "`pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start` "
+    "(or point TOOLDB_TEST_PG at a server with trust auth)."
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the developer's registry or config."""
+    for name in ("TOOLDB_URL", "TOOLDB_TENANT", "TOOLDB_CONFIG", "TOOLDB_DEFAULT_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TOOLDB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session, dropped at the end."""
+    try:
+        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        pytest.fail(PG_START_HINT.format(url=PG_ADMIN_URL) + f"\n{exc}", pytrace=False)
+    name = f"tooldb_test_{uuid.uuid4().hex[:12]}"
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    base = PG_ADMIN_URL.rsplit("/", 1)[0]
+    url = f"{base}/{name}"
+    store = tooldb.open(url, settings=Settings(url=url))
+    store.close()
+    yield url
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _truncate_postgres(url: str) -> None:
+    with psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True) as conn:
+        conn.execute("TRUNCATE tools, tool_versions, calls RESTART IDENTITY CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A clean, initialised registry URL on each backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'registry.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    _truncate_postgres(url)
+    return url
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'registry.db'}"
+
+
+@pytest.fixture
+def registry(store_url: str) -> Iterator[Registry]:
+    reg = tooldb.open(store_url, settings=Settings(url=store_url))
+    yield reg
+    reg.close()
