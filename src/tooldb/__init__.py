@@ -1,15 +1,15 @@
 """tooldb: the tool layer for AI agents as a database and a runtime.
 
-    import tooldb
+import tooldb
 
-    @tooldb.tool
-    def add(a: int, b: int = 1) -> int:
-        \"\"\"Add two integers.\"\"\"
-        return a + b
+@tooldb.tool
+def add(a: int, b: int = 1) -> int:
+    \"\"\"Add two integers.\"\"\"
+    return a + b
 
-    registry = tooldb.open()          # SQLite in the user data dir, or TOOLDB_URL
-    registry.add(add)
-    registry.call("add", {"a": 2})    # ToolResult(success=True, output='3', data=3, ...)
+registry = tooldb.open()          # SQLite in the user data dir, or TOOLDB_URL
+registry.add(add)
+registry.call("add", {"a": 2})    # ToolResult(success=True, output='3', data=3, ...)
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from .types import (
     ToolVersion,
 )
 
-open = open_registry  # noqa: A001 - `tooldb.open(url)` is the documented entry point
+open = open_registry
 
 __version__ = "0.1.0"
 

@@ -1,15 +1,19 @@
 """Binding: turn raw arguments into validated, completed keyword arguments.
 
 Parameters are stored as JSON Schema (Draft 2020-12). The compact form of
-DESIGN §2 is normalised here once, at registration. At call time the binder:
+DESIGN §2 is normalised here once, at registration, and checked there (valid
+schema, resolvable local ``$ref``, defaults that satisfy their own schema), so a
+definition mistake is never reported later as the caller's mistake. At call
+time the binder:
 
 1. parses the arguments (a JSON text or a mapping) into an object;
 2. rejects unknown names (unless the schema sets ``additionalProperties``);
 3. coerces strings that hold a value *losslessly* — ``"42"`` for an integer,
    ``"2.5"`` for a number, ``"true"``/``"false"`` for a boolean — and nothing else;
 4. fills defaults of missing parameters;
-5. validates, reporting every problem with the parameter, the expected type and
-   what was given, so a model can fix its call from the message alone.
+5. validates (formats such as ``uuid`` included), reporting every problem with
+   the parameter, the expected type and what was given, so a model can fix its
+   call from the message alone.
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ import copy
 import json
 import math
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from itertools import islice
+from typing import Any, NamedTuple, NoReturn
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import SchemaError, ValidationError
+from referencing.exceptions import Unresolvable
 
 from .errors import ArgumentError, DefinitionError
 
@@ -58,36 +64,76 @@ _OBJECT_KEYWORDS = {
     "$defs", "definitions", "$schema", "$id", "patternProperties", "minProperties",
     "maxProperties", "dependentRequired", "examples", "$comment",
 }  # fmt: skip
-_INTEGER_TEXT = re.compile(r"[+-]?\d{1,30}")
+# Keywords whose value maps names to subschemas, and keywords whose value is data.
+_SCHEMA_MAPS = {"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"}
+_DATA_KEYWORDS = {"default", "enum", "const", "examples"}
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,4000}")
+_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _MAX_SHOWN = 60
+_MAX_PROBLEMS = 10
+_MAX_ERRORS = 200
+
+
+def _is_array(_checker: Any, value: Any) -> bool:
+    return isinstance(value, list | tuple)  # Python callers pass tuples for arrays
+
+
+def _is_number(_checker: Any, value: Any) -> bool:
+    finite = not isinstance(value, float) or math.isfinite(value)
+    return finite and Draft202012Validator.TYPE_CHECKER.is_type(value, "number")
+
+
+_Validator = validators.extend(
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"array": _is_array, "number": _is_number}
+    ),
+)
+
+
+def _validator(schema: Any) -> Any:
+    return _Validator(schema, format_checker=_Validator.FORMAT_CHECKER)
+
+
+# -- normalisation (registration time) -------------------------------------------
 
 
 def normalize_parameters(parameters: Mapping[str, Any] | None) -> dict[str, Any]:
     """Standard JSON Schema or the compact form in; a checked object schema out."""
-    if not parameters:
+    if parameters is None or (isinstance(parameters, Mapping) and not parameters):
         schema: dict[str, Any] = {"type": "object", "properties": {}}
     elif not isinstance(parameters, Mapping):
-        raise DefinitionError(f"parameters must be an object, got {type(parameters).__name__}")
+        raise DefinitionError(f"parameters must be an object, got {json_type_name(parameters)}")
     elif _is_standard(parameters):
-        schema = _normalize_types(copy.deepcopy(dict(parameters)))
+        schema = {"type": "object", **_normalize_types(copy.deepcopy(dict(parameters)), "")}
     else:
         schema = _from_compact(parameters)
     if schema.get("type") != "object":
-        raise DefinitionError(f"parameters must describe an object, got type {schema.get('type')!r}")
+        raise DefinitionError(
+            f"parameters must describe an object, got type {schema.get('type')!r}"
+        )
     schema.setdefault("properties", {})
     schema.setdefault("additionalProperties", False)
     try:
-        Draft202012Validator.check_schema(schema)
+        _Validator.check_schema(schema)
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.path) or "(root)"
-        raise DefinitionError(f"parameters are not a valid JSON Schema at {where}: {exc.message}") from None
+        raise DefinitionError(
+            f"parameters are not a valid JSON Schema at {where}: {exc.message}"
+        ) from None
+    _check_consistent(schema)
     return schema
 
 
 def _is_standard(parameters: Mapping[str, Any]) -> bool:
     if isinstance(parameters.get("type"), str):
         return True
-    return isinstance(parameters.get("properties"), Mapping) and set(parameters) <= _OBJECT_KEYWORDS
+    properties = parameters.get("properties")
+    return (
+        isinstance(properties, Mapping)
+        and all(isinstance(sub, Mapping | bool) for sub in properties.values())
+        and set(parameters) <= _OBJECT_KEYWORDS
+    )
 
 
 def _from_compact(parameters: Mapping[str, Any]) -> dict[str, Any]:
@@ -97,52 +143,114 @@ def _from_compact(parameters: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(spec, str):
             spec = {"type": spec}
         if not isinstance(spec, Mapping):
+            example = "{'type': 'string'}"
             raise DefinitionError(
-                f"parameter {name!r}: expected an object like {{'type': 'string'}}, got {spec!r}"
+                f"parameter {name!r}: expected an object like {example}, got {_shown(spec)}"
             )
-        prop = _normalize_types({k: copy.deepcopy(v) for k, v in spec.items() if k != "required"})
-        if spec.get("required") is True:
+        flag = spec.get("required", False)
+        if not isinstance(flag, bool | list):
+            raise DefinitionError(
+                f"parameter {name!r}: 'required' must be true or false, got {flag!r}"
+            )
+        # A list is the standard keyword of a nested object parameter: it stays.
+        kept = {
+            k: copy.deepcopy(v) for k, v in spec.items() if k != "required" or isinstance(v, list)
+        }
+        properties[str(name)] = _normalize_types(kept, f"properties/{name}")
+        if flag is True:
             required.append(str(name))
-        properties[str(name)] = prop
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
     return schema
 
 
-def _normalize_types(schema: Any) -> Any:
+def _normalize_types(schema: Any, where: str) -> Any:
     """Map type aliases (``int``, ``uniqueidentifier``...) to JSON Schema, recursively."""
     if isinstance(schema, list):
-        return [_normalize_types(item) for item in schema]
+        return [_normalize_types(item, f"{where}/{i}") for i, item in enumerate(schema)]
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key in {"properties", "$defs", "definitions", "patternProperties"} and isinstance(
-            value, dict
-        ):
-            out[key] = {name: _normalize_types(sub) for name, sub in value.items()}
-        elif key in {"default", "enum", "const", "examples"}:
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {n: _normalize_types(s, f"{where}/{key}/{n}") for n, s in value.items()}
+        elif key in _DATA_KEYWORDS:
             out[key] = value
         else:
-            out[key] = _normalize_types(value)
+            out[key] = _normalize_types(value, f"{where}/{key}")
     kind = out.get("type")
     if isinstance(kind, str):
-        out.update(_alias(kind))
+        out.update(_alias(kind, where))
     elif isinstance(kind, list):
-        mapped = [_alias(k)["type"] if isinstance(k, str) else k for k in kind]
-        out["type"] = mapped
+        out["type"] = [_alias(k, where)["type"] if isinstance(k, str) else k for k in kind]
     return out
 
 
-def _alias(kind: str) -> dict[str, Any]:
+def _alias(kind: str, where: str) -> dict[str, Any]:
     try:
-        alias = _TYPE_ALIASES[kind.strip().lower()]
+        return dict(_TYPE_ALIASES[kind.strip().lower()])
     except KeyError:
+        at = f" at {where.lstrip('/')}" if where else ""
         raise DefinitionError(
-            f"unknown parameter type {kind!r} (use one of: {', '.join(sorted(_TYPE_ALIASES))})"
+            f"unknown parameter type {kind!r}{at} (use one of: {', '.join(sorted(_TYPE_ALIASES))})"
         ) from None
-    return dict(alias)
+
+
+def _check_consistent(schema: dict[str, Any]) -> None:
+    """What is valid JSON Schema yet can never bind: a definition error, not a call error."""
+    properties = schema["properties"]
+    if schema["additionalProperties"] is False:
+        undeclared = [n for n in schema.get("required", []) if n not in properties]
+        if undeclared:
+            raise DefinitionError(
+                f"required parameter {undeclared[0]!r} is not declared in properties"
+            )
+    validator = _validator(schema)
+    for ref in _refs(schema):
+        if not ref.startswith("#"):
+            raise DefinitionError(
+                f"$ref {ref!r}: only local references ('#/$defs/...') are supported"
+            )
+        try:
+            validator.evolve(schema={"$ref": ref}).is_valid(None)
+        except Unresolvable:
+            raise DefinitionError(f"$ref {ref!r} does not resolve within the parameters") from None
+    for name, prop in properties.items():
+        if isinstance(prop, dict) and "default" in prop:
+            errors = list(validator.evolve(schema=prop).iter_errors(prop["default"]))
+            if errors:
+                raise DefinitionError(
+                    f"parameter {name!r}: default {_shown(prop['default'])} does not match "
+                    f"its own schema ({_trim(errors[0].message)})"
+                )
+
+
+def _refs(schema: Any) -> Iterator[str]:
+    if isinstance(schema, list):
+        for item in schema:
+            yield from _refs(item)
+    elif isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value
+            elif key in _SCHEMA_MAPS and isinstance(value, dict):
+                for sub in value.values():
+                    yield from _refs(sub)
+            elif key not in _DATA_KEYWORDS:
+                yield from _refs(value)
+
+
+# -- binding (call time) ---------------------------------------------------------
+
+
+class _Problem(NamedTuple):
+    """One thing wrong with a call, with the parts ArgumentError exposes."""
+
+    text: str
+    parameter: str | None = None
+    expected: str | None = None
+    given: str | None = None
 
 
 class Binder:
@@ -153,20 +261,20 @@ class Binder:
         self.schema = schema
         self.properties: dict[str, Any] = schema.get("properties", {})
         self.closed = schema.get("additionalProperties", True) is False
-        self._validator = Draft202012Validator(schema)
+        self._validator = _validator(schema)
 
     def bind(self, raw: Any) -> dict[str, Any]:
         """Return completed keyword arguments, or raise ArgumentError naming every problem."""
         arguments = self._parse(raw)
-        self._reject_unknown(arguments)
+        problems = self._unknown(arguments)
         arguments = {name: self._coerce(name, value) for name, value in arguments.items()}
         for name, prop in self.properties.items():
             if name not in arguments and isinstance(prop, dict) and "default" in prop:
                 arguments[name] = copy.deepcopy(prop["default"])
-        problems = [
-            self._describe(error)
-            for error in sorted(self._validator.iter_errors(arguments), key=_error_order)
-        ]
+        known = (
+            {k: v for k, v in arguments.items() if k in self.properties} if problems else arguments
+        )
+        problems += self._invalid(known) or _non_finite(known)
         if problems:
             self._fail(problems)
         return arguments
@@ -175,38 +283,49 @@ class Binder:
         if raw is None:
             return {}
         if isinstance(raw, str | bytes):
-            try:
-                raw = json.loads(raw) if raw.strip() else {}
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise ArgumentError(
-                    f"tool {self.tool!r}: arguments are not valid JSON ({exc}); "
-                    "send a JSON object like {\"name\": value}",
-                    tool=self.tool,
-                    expected="JSON object",
-                    given=_shown(raw),
-                ) from None
+            raw = self._parse_text(raw)
         if not isinstance(raw, Mapping):
-            raise ArgumentError(
-                f"tool {self.tool!r}: arguments must be a JSON object, got {_type_name(raw)}",
-                tool=self.tool,
-                expected="object",
-                given=_shown(raw),
+            self._fail(
+                [
+                    _Problem(
+                        f"arguments must be a JSON object, got {_described(raw, _shown(raw))}",
+                        expected="object",
+                        given=_shown(raw),
+                    )
+                ]
             )
         bad_keys = [key for key in raw if not isinstance(key, str)]
         if bad_keys:
-            self._fail([f"argument names must be strings, got {_shown(bad_keys[0])}"])
+            self._fail([_Problem(f"argument names must be strings, got {_shown(bad_keys[0])}")])
         return dict(raw)
 
-    def _reject_unknown(self, arguments: dict[str, Any]) -> None:
-        if not self.closed:
-            return
-        unknown = [name for name in arguments if name not in self.properties]
-        if unknown:
-            accepted = ", ".join(repr(n) for n in self.properties) or "none"
+    def _parse_text(self, raw: str | bytes) -> Any:
+        if not raw.strip():
+            return {}
+        try:
+            return json.loads(raw, parse_constant=_reject_constant)
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             self._fail(
-                [f"unknown parameter {_trim(repr(name))} (accepted: {accepted})" for name in unknown],
-                parameter=unknown[0],
+                [
+                    _Problem(
+                        f"arguments are not valid JSON ({_trim(reason)}): got {_shown(raw)}; "
+                        'send a JSON object like {"name": value}',
+                        expected="JSON object",
+                        given=_shown(raw),
+                    )
+                ]
             )
+
+    def _unknown(self, arguments: dict[str, Any]) -> list[_Problem]:
+        if not self.closed:
+            return []
+        accepted = _trim(", ".join(repr(n) for n in self.properties) or "none", 400)
+        return [
+            _Problem(f"unknown parameter {_trim(repr(name))} (accepted: {accepted})", name)
+            for name in arguments
+            if name not in self.properties
+        ]
 
     def _coerce(self, name: str, value: Any) -> Any:
         prop = self.properties.get(name)
@@ -228,61 +347,148 @@ class Binder:
                 return text.lower() == "true"
         return value
 
-    def _describe(self, error: ValidationError) -> str:
+    def _invalid(self, arguments: dict[str, Any]) -> list[_Problem]:
+        try:  # a 100k-item array of wrong values must not cost 100k described errors
+            found = list(islice(self._validator.iter_errors(arguments), _MAX_ERRORS + 1))
+        except RecursionError:  # jsonschema recurses (and reprs the value) per level
+            deep = [name for name, value in arguments.items() if _too_deep(value)]
+            texts = [(f"parameter {_trim(repr(n))} is nested too deeply", n) for n in deep]
+            return [_Problem(*t) for t in texts] or [_Problem("arguments are nested too deeply")]
+        problems: dict[_Problem, None] = {}  # ordered and deduplicated
+        for error in sorted(found[:_MAX_ERRORS], key=_error_order):
+            problems.update(dict.fromkeys(self._describe(error)))
+        if len(found) > _MAX_ERRORS:
+            problems[_Problem(f"(validation stopped after {_MAX_ERRORS} errors)")] = None
+        return list(problems)
+
+    def _describe(self, error: ValidationError) -> list[_Problem]:
         path = _path(error)
-        if error.validator == "required":
-            missing = error.message.split("'")[1] if "'" in error.message else error.message
-            full = f"{path}.{missing}" if path else missing
-            expected = _expected(self._sub_schema(error.schema, missing))
-            return f"missing required parameter {full!r} ({expected})"
-        if error.validator == "additionalProperties":
-            return f"{'parameter ' + repr(path) + ': ' if path else ''}{error.message}"
-        where = f"parameter {path!r}" if path else "arguments"
         schema = error.schema if isinstance(error.schema, dict) else {}
+        if error.validator == "required":
+            return _missing(path, schema, error.instance)
+        if error.validator == "additionalProperties":
+            return _extras(path, schema, error.instance)
+        where = f"parameter {path!r}" if path else "arguments"
+        expected, given = _expected(schema), _shown(error.instance)
         if error.validator == "type":
-            return f"{where} expected {_expected(schema)}, got {_type_name(error.instance)} {_shown(error.instance)}"
-        if error.validator == "enum":
-            return f"{where} expected one of {schema.get('enum')}, got {_shown(error.instance)}"
-        return f"{where}: {_trim(error.message)} (expected {_expected(schema)})"
+            text = f"{where} expected {expected}, got {_described(error.instance, given)}"
+        elif error.validator == "enum":
+            text = f"{where} expected one of {_trim(_shown(schema.get('enum')), 200)}, got {given}"
+        else:
+            message = error.message
+            if message.startswith(repr(error.instance)):  # jsonschema echoes the whole value
+                message = given + message[len(repr(error.instance)) :]
+            text = f"{where}: {_trim(message, 200)} (expected {expected})"
+        return [_Problem(text, path or None, expected, given)]
 
-    @staticmethod
-    def _sub_schema(schema: Any, name: str) -> dict[str, Any]:
-        if isinstance(schema, dict):
-            sub = schema.get("properties", {}).get(name)
-            if isinstance(sub, dict):
-                return sub
-        return {}
-
-    def _fail(self, problems: list[str], parameter: str | None = None) -> None:
+    def _fail(self, problems: list[_Problem]) -> NoReturn:
+        shown = [p.text for p in problems[:_MAX_PROBLEMS]]
+        if len(problems) > _MAX_PROBLEMS:
+            shown.append(f"... and {len(problems) - _MAX_PROBLEMS} more problems")
         first = problems[0]
-        match = re.search(r"parameter '([^']*)'", first)
         raise ArgumentError(
-            f"tool {self.tool!r}: " + "; ".join(problems),
+            f"tool {self.tool!r}: " + "; ".join(shown),
             tool=self.tool,
-            parameter=parameter or (match.group(1) if match else None),
-            problems=problems,
+            parameter=first.parameter,
+            expected=first.expected,
+            given=first.given,
+            problems=[p.text for p in problems],
         )
 
 
-def _error_order(error: ValidationError) -> tuple[str, str]:
-    return (_path(error), str(error.validator))
+def _non_finite(arguments: dict[str, Any]) -> list[_Problem]:
+    """NaN and Infinity are not JSON: an open parameter must not carry them into the log."""
+    stack: list[tuple[str, Any]] = [("", arguments)]
+    seen: set[int] = set()  # a Python caller may pass a list that contains itself
+    while stack:  # iterative: values may be nested deeper than the recursion limit
+        prefix, container = stack.pop()
+        if id(container) in seen:
+            continue
+        seen.add(id(container))
+        items = container.items() if isinstance(container, Mapping) else enumerate(container)
+        for key, value in items:
+            if isinstance(value, float) and not math.isfinite(value):
+                path, shown = _join(prefix, key), _shown(value)
+                text = f"parameter {_trim(repr(path))} expected a finite number, got {shown}"
+                return [_Problem(text, path, "finite number", shown)]
+            if isinstance(value, Mapping | list | tuple):
+                stack.append((_join(prefix, key), value))
+    return []
+
+
+def _missing(path: str, schema: dict[str, Any], instance: Any) -> list[_Problem]:
+    """jsonschema reports one error per missing name, with the name only in its prose."""
+    if not isinstance(instance, Mapping):
+        return []
+    problems = []
+    for name in schema.get("required", []):
+        if name not in instance:
+            full = f"{path}.{name}" if path else name
+            expected = _expected(_sub_schema(schema, name))
+            problems.append(
+                _Problem(
+                    f"missing required parameter {_trim(repr(full))} ({expected})", full, expected
+                )
+            )
+    return problems
+
+
+def _extras(path: str, schema: dict[str, Any], instance: Any) -> list[_Problem]:
+    if not isinstance(instance, Mapping):
+        return []
+    known = schema.get("properties", {})
+    patterns = schema.get("patternProperties", {})
+    extras = [k for k in instance if k not in known and not any(re.search(p, k) for p in patterns)]
+    where = f"parameter {path!r}" if path else "arguments"
+    accepted = _trim(", ".join(map(repr, known)) or "none", 400)
+    return [
+        _Problem(f"{where}: unknown field {_trim(repr(k))} (accepted: {accepted})", path)
+        for k in extras
+    ]
+
+
+def _sub_schema(schema: Any, name: str) -> dict[str, Any]:
+    if isinstance(schema, dict):
+        sub = schema.get("properties", {}).get(name)
+        if isinstance(sub, dict):
+            return sub
+    return {}
+
+
+def _error_order(error: ValidationError) -> tuple[list[tuple[bool, str, int]], str]:
+    """Parameters by name, array items by index (``xs[2]`` before ``xs[10]``)."""
+    parts = [
+        (True, part, 0) if isinstance(part, str) else (False, "", int(part))
+        for part in error.absolute_path
+    ]
+    return (parts, str(error.validator))
 
 
 def _path(error: ValidationError) -> str:
     out = ""
     for part in error.absolute_path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        out = _join(out, part)
     return out
+
+
+def _join(path: str, part: str | int) -> str:
+    """``a`` + ``b`` = ``a.b``; ``a`` + ``0`` = ``a[0]``: how parameters are named in errors."""
+    return f"{path}[{part}]" if isinstance(part, int) else (f"{path}.{part}" if path else part)
 
 
 def _expected(schema: dict[str, Any]) -> str:
     kind = schema.get("type")
+    options = schema.get("anyOf") or schema.get("oneOf")
     if isinstance(kind, list):
         text = " or ".join(str(k) for k in kind)
     elif kind:
         text = str(kind)
     elif "enum" in schema:
-        text = f"one of {schema['enum']}"
+        text = f"one of {_trim(_shown(schema['enum']), 200)}"
+    elif "const" in schema:
+        text = _shown(schema["const"])
+    elif isinstance(options, list) and options:
+        text = " or ".join(_expected(o if isinstance(o, dict) else {}) for o in options)
     else:
         text = "a value"
     fmt = schema.get("format")
@@ -292,14 +498,26 @@ def _expected(schema: dict[str, Any]) -> str:
 def _parse_number(text: str) -> int | float | None:
     if _INTEGER_TEXT.fullmatch(text):
         return int(text)
-    try:
-        number = float(text)
-    except ValueError:
+    if not _NUMBER_TEXT.fullmatch(text):
         return None
+    number = float(text)
     return number if math.isfinite(number) else None
 
 
-def _type_name(value: Any) -> str:
+def _too_deep(value: Any) -> bool:
+    try:
+        repr(value)
+    except RecursionError:
+        return True
+    return False
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def json_type_name(value: Any) -> str:
+    """The JSON name of a value's type, the vocabulary of every error message."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -307,7 +525,7 @@ def _type_name(value: Any) -> str:
     if isinstance(value, int):
         return "integer"
     if isinstance(value, float):
-        return "number"
+        return "number" if math.isfinite(value) else "non-finite number"
     if isinstance(value, str):
         return "string"
     if isinstance(value, list | tuple):
@@ -317,14 +535,22 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def _described(value: Any, shown: str) -> str:
+    """``string "abc"``, ``array [1]``; a bare ``null`` (``null null`` reads as a stutter)."""
+    return "null" if value is None else f"{json_type_name(value)} {shown}"
+
+
 def _shown(value: Any) -> str:
     """A short, safe rendering of what was given (1 MB strings are not echoed)."""
     try:
         text = json.dumps(value, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError):
-        text = repr(value)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            text = repr(value)
+        except RecursionError:
+            text = f"<deeply nested {json_type_name(value)}>"
     return _trim(text)
 
 
-def _trim(text: str) -> str:
-    return text if len(text) <= _MAX_SHOWN else f"{text[:_MAX_SHOWN]}… ({len(text)} chars)"
+def _trim(text: str, limit: int = _MAX_SHOWN) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"

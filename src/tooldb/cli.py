@@ -34,13 +34,18 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"terminal_width": 100, "max_content_width": 100},
 )
-add_app = typer.Typer(help="Register tools from Python modules or manifests.", no_args_is_help=True)
+add_app = typer.Typer(
+    help="Register tools from Python modules or manifests.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 app.add_typer(add_app, name="add")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 _out = Console(soft_wrap=True, highlight=False)
-_err = Console(stderr=True, highlight=False)
 
 
 class _State:
@@ -56,10 +61,13 @@ _state = _State()
 def _global(
     db: Annotated[
         str | None,
-        typer.Option("--db", envvar="TOOLDB_URL", help="Store URL: sqlite:///PATH or postgresql://..."),
+        typer.Option(
+            "--db", envvar="TOOLDB_URL", help="Store URL: sqlite:///PATH or postgresql://..."
+        ),
     ] = None,
     tenant: Annotated[
-        str | None, typer.Option("--tenant", envvar="TOOLDB_TENANT", help="Tenant (default: default).")
+        str | None,
+        typer.Option("--tenant", envvar="TOOLDB_TENANT", help="Tenant (default: default)."),
     ] = None,
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
 ) -> None:
@@ -98,7 +106,7 @@ def _fail(exc: ToolDBError) -> NoReturn:
         if isinstance(exc, ArgumentError):
             error.update(tool=exc.tool, parameter=exc.parameter, problems=exc.problems)
         _print_json({"error": error})
-    _err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+    sys.stderr.write(f"error: {exc}\n")
     raise typer.Exit(exc.exit_code)
 
 
@@ -107,7 +115,11 @@ def _print_json(document: Any) -> None:
 
 
 def _when(timestamp: float | None) -> str:
-    return datetime.fromtimestamp(timestamp).isoformat(sep=" ", timespec="seconds") if timestamp else "-"
+    return (
+        datetime.fromtimestamp(timestamp).isoformat(sep=" ", timespec="seconds")
+        if timestamp
+        else "-"
+    )
 
 
 def _pct(rate: float | None) -> str:
@@ -132,7 +144,9 @@ def init(as_json: JsonOpt = False) -> None:
     _state.as_json = as_json
     with _errors():
         settings = Settings.load(url=_state.db, tenant=_state.tenant)
-        store = open_store(settings.resolved_url, sqlite_busy_timeout_s=settings.sqlite_busy_timeout_s)
+        store = open_store(
+            settings.resolved_url, sqlite_busy_timeout_s=settings.sqlite_busy_timeout_s
+        )
         try:
             before, after = store.migrate()
             url = store.url
@@ -157,10 +171,14 @@ def _report_added(outcomes: list[PutOutcome], as_json: bool) -> None:
             }
         )
         return
-    counts = {s: sum(1 for o in outcomes if o.status == s) for s in ("created", "updated", "unchanged")}
+    counts = {
+        s: sum(1 for o in outcomes if o.status == s) for s in ("created", "updated", "unchanged")
+    }
     for outcome in outcomes:
         if outcome.status != "unchanged":
-            _out.print(f"{outcome.status:>9}  {_text(outcome.record.name)} (v{outcome.record.version})")
+            _out.print(
+                f"{outcome.status:>9}  {_text(outcome.record.name)} (v{outcome.record.version})"
+            )
     _out.print(
         f"{len(outcomes)} tools: {counts['created']} created, {counts['updated']} updated, "
         f"{counts['unchanged']} unchanged"
@@ -252,7 +270,9 @@ def _print_tool(tool: ToolRecord, document: dict[str, Any]) -> None:
         f"avg {_ms(stats.avg_duration_ms)} ms, last used {_when(stats.last_used)}"
     )
     for v in document["versions"]:
-        _out.print(f"  version {v['version']:<4} {v['content_hash'][:12]}  {_when(v['created_at'])}")
+        _out.print(
+            f"  version {v['version']:<4} {v['content_hash'][:12]}  {_when(v['created_at'])}"
+        )
 
 
 def _toggle(name: str, as_json: bool, action: Callable[[Registry, str], None], verb: str) -> None:
@@ -286,7 +306,9 @@ def remove(name: str, as_json: JsonOpt = False) -> None:
 def call(
     name: Annotated[str, typer.Argument(help="Tool name.")],
     args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
-    timeout: Annotated[float | None, typer.Option(help="Seconds before the tool is stopped.")] = None,
+    timeout: Annotated[
+        float | None, typer.Option(help="Seconds before the tool is stopped.")
+    ] = None,
     run_id: Annotated[str | None, typer.Option(help="Record the call under this run id.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -298,7 +320,7 @@ def call(
     elif result.success:
         sys.stdout.write(result.output + ("\n" if not result.output.endswith("\n") else ""))
     else:
-        _err.print(f"[red]tool failed:[/red] {_text(result.error or '')}")
+        sys.stderr.write(f"tool failed: {result.error}\n")
     raise typer.Exit(0 if result.success else 1)
 
 
@@ -308,13 +330,17 @@ def stats(as_json: JsonOpt = False) -> None:
     with _registry(as_json) as registry:
         tools = registry.stats()
     if as_json:
-        _print_json({"tools": [{"name": t.name, "enabled": t.enabled, **t.stats.summary()} for t in tools]})
+        _print_json(
+            {"tools": [{"name": t.name, "enabled": t.enabled, **t.stats.summary()} for t in tools]}
+        )
         return
     table = Table("name", "calls", "success", "avg ms", "last used", "enabled")
     for t in tools:
         s = t.stats
-        table.add_row(_text(t.name), str(s.usage_count), _pct(s.success_rate), _ms(s.avg_duration_ms),
-                      _when(s.last_used), "yes" if t.enabled else "no")  # fmt: skip
+        table.add_row(
+            _text(t.name), str(s.usage_count), _pct(s.success_rate), _ms(s.avg_duration_ms),
+            _when(s.last_used), "yes" if t.enabled else "no",
+        )  # fmt: skip
     _out.print(table)
 
 

@@ -18,6 +18,8 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
+from jsonschema import Draft202012Validator
+
 from .binding import normalize_parameters
 from .errors import DefinitionError
 from .types import Returns, ToolKind, ToolSpec
@@ -78,6 +80,12 @@ def spec_from_function(
     metadata: Mapping[str, Any] | None = None,
 ) -> ToolSpec:
     """Derive a ToolSpec from a function's signature, hints and docstring."""
+    label = _qualname(func)
+    if not inspect.isroutine(func):  # an instance has no import path a target could name
+        raise DefinitionError(
+            f"@tool needs a function or method, got a {type(func).__name__} object "
+            "(wrap the call in a function)"
+        )
     summary, param_docs = parse_docstring(inspect.getdoc(func) or "")
     hints = _hints(func)
     try:
@@ -86,35 +94,49 @@ def spec_from_function(
             description=description if description is not None else summary,
             category=category,
             kind=ToolKind.PYTHON,
-            target=f"{func.__module__}:{func.__qualname__}",
+            target=f"{func.__module__}:{label}",
             parameters=normalize_parameters(_parameters_schema(func, hints, param_docs)),
             returns=Returns(returns) if returns else _returns_from_hint(hints.get("return")),
             timeout_s=timeout_s,
             metadata=dict(metadata or {}),
         )
-    except ValueError as exc:
-        raise DefinitionError(f"@tool {func.__qualname__}: {exc}") from None
+    except (ValueError, DefinitionError) as exc:
+        raise DefinitionError(f"@tool {label}: {exc}") from None
 
 
 def tools_of_module(module_name: str) -> list[tuple[ToolSpec, Callable[..., Any]]]:
     """Every ``@tool`` function reachable as an attribute of the module."""
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise DefinitionError(f"cannot import module {module_name!r}: {exc}") from None
+    except Exception as exc:  # a module failing on import is a definition problem
+        raise DefinitionError(
+            f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from None
     found: dict[str, tuple[ToolSpec, Callable[..., Any]]] = {}
     for value in vars(module).values():
         spec = getattr(value, SPEC_ATTRIBUTE, None)
-        if isinstance(spec, ToolSpec):
-            found.setdefault(spec.name, (spec, value))
+        if not isinstance(spec, ToolSpec):
+            continue
+        first = found.setdefault(spec.name, (spec, value))
+        if first[0] != spec:  # two functions claim one name: which one runs would be luck
+            raise DefinitionError(
+                f"module {module_name!r}: tool name {spec.name!r} is used by both "
+                f"{first[0].target} and {spec.target}"
+            )
     return sorted(found.values(), key=lambda pair: pair[0].name)
+
+
+def _qualname(func: Callable[..., Any]) -> str:
+    return getattr(func, "__qualname__", None) or type(func).__qualname__
 
 
 def _hints(func: Callable[..., Any]) -> dict[str, Any]:
     try:
         return typing.get_type_hints(func, include_extras=True)
     except Exception as exc:  # unresolvable forward references
-        raise DefinitionError(f"@tool {func.__qualname__}: cannot resolve type hints: {exc}") from None
+        raise DefinitionError(
+            f"@tool {_qualname(func)}: cannot resolve type hints: {exc}"
+        ) from None
 
 
 def _parameters_schema(
@@ -122,6 +144,7 @@ def _parameters_schema(
 ) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     required: list[str] = []
+    defs: dict[str, Any] = {}
     open_ended = False
     for param in inspect.signature(func).parameters.values():
         if param.kind is param.VAR_KEYWORD:
@@ -129,21 +152,57 @@ def _parameters_schema(
             continue
         if param.kind is param.VAR_POSITIONAL or param.name in {"self", "cls"}:
             continue
-        schema = schema_for_hint(hints.get(param.name, Any))
+        if param.kind is param.POSITIONAL_ONLY:  # tools are called with keyword arguments
+            raise DefinitionError(f"parameter {param.name!r} is positional-only")
+        try:
+            schema = schema_for_hint(hints.get(param.name, Any))
+        except DefinitionError as exc:
+            raise DefinitionError(f"parameter {param.name!r}: {exc}") from None
+        _hoist_defs(schema, defs)
         if param.name in docs and "description" not in schema:
             schema["description"] = docs[param.name]
         if param.default is param.empty:
             required.append(param.name)
-        elif _json_safe(param.default):
-            schema["default"] = (
-                param.default.value if isinstance(param.default, enum.Enum) else param.default
-            )
+        else:
+            _add_default(schema, param.default, defs)
         properties[param.name] = schema
     out: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         out["required"] = required
     out["additionalProperties"] = open_ended
+    if defs:
+        out["$defs"] = defs
     return out
+
+
+def _add_default(schema: dict[str, Any], default: Any, defs: dict[str, Any]) -> None:
+    """Record a default only when it is JSON and valid for the parameter's own schema."""
+    value = default.value if isinstance(default, enum.Enum) else default
+    try:
+        value = json.loads(json.dumps(value, allow_nan=False))  # tuples become lists
+    except (TypeError, ValueError, RecursionError):
+        return
+    checker = Draft202012Validator.FORMAT_CHECKER
+    if Draft202012Validator({**schema, "$defs": defs}, format_checker=checker).is_valid(value):
+        schema["default"] = value
+
+
+def _hoist_defs(schema: Any, found: dict[str, Any]) -> None:
+    """Move nested pydantic ``$defs`` to one root map, where ``#/$defs/...`` points."""
+    if isinstance(schema, list):
+        for item in schema:
+            _hoist_defs(item, found)
+    elif isinstance(schema, dict):
+        for name, sub in (schema.pop("$defs", None) or {}).items():
+            if found.setdefault(name, sub) != sub:
+                raise DefinitionError(f"two different types are both named {name!r}")
+            _hoist_defs(sub, found)
+        for key, value in schema.items():
+            if key in {"properties", "patternProperties", "dependentSchemas"}:
+                for sub in value.values():  # keys are names here, not keywords
+                    _hoist_defs(sub, found)
+            elif key not in {"default", "enum", "const", "examples"}:
+                _hoist_defs(value, found)
 
 
 _SIMPLE: dict[Any, dict[str, Any]] = {
@@ -155,36 +214,35 @@ _SIMPLE: dict[Any, dict[str, Any]] = {
     dict: {"type": "object"},
     list: {"type": "array"},
     tuple: {"type": "array"},
+    set: {"type": "array", "uniqueItems": True},
+    frozenset: {"type": "array", "uniqueItems": True},
     Any: {},
 }
 
 
 def schema_for_hint(hint: Any) -> dict[str, Any]:
     """JSON Schema for a type hint; pydantic handles what is not simple."""
-    if hint in _SIMPLE:
-        return dict(_SIMPLE[hint])
+    simple = _simple(hint)
+    if simple is not None:
+        return simple
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin is typing.Annotated:
-        schema = schema_for_hint(args[0])
-        notes = [a for a in args[1:] if isinstance(a, str)]
-        if notes:
-            schema["description"] = " ".join(notes)
-        return schema
+        return _annotated_schema(hint, args)
     if origin is typing.Literal:
-        return {"enum": list(args)}
+        return _enum_schema(list(args))
     if origin in {typing.Union, types.UnionType}:
-        options = [schema_for_hint(a) for a in args]
-        simple = [o.get("type") for o in options if set(o) == {"type"}]
-        if len(simple) == len(options):
-            return {"type": simple}
-        return {"anyOf": options}
-    if origin in {list, set, frozenset, Sequence, tuple} or (
+        return _union_schema(args)
+    if origin is tuple:
+        return _tuple_schema(args)
+    if origin in {list, set, frozenset, Sequence} or (
         isinstance(origin, type) and issubclass(origin, Sequence)
     ):
-        schema = {"type": "array"}
+        schema: dict[str, Any] = {"type": "array"}
         if args:
             schema["items"] = schema_for_hint(args[0])
+        if origin in {set, frozenset}:
+            schema["uniqueItems"] = True
         return schema
     if origin in {dict, Mapping}:
         schema = {"type": "object"}
@@ -192,8 +250,64 @@ def schema_for_hint(hint: Any) -> dict[str, Any]:
             schema["additionalProperties"] = schema_for_hint(args[1])
         return schema
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return {"enum": [member.value for member in hint]}
+        return _enum_schema([member.value for member in hint])
     return _pydantic_schema(hint)
+
+
+def _simple(hint: Any) -> dict[str, Any] | None:
+    try:
+        found = _SIMPLE.get(hint)
+    except TypeError:  # unhashable, e.g. Annotated[int, {"a": 1}]
+        return None
+    return dict(found) if found is not None else None
+
+
+def _annotated_schema(hint: Any, args: tuple[Any, ...]) -> dict[str, Any]:
+    """Strings in ``Annotated`` are descriptions; anything else (``Field(ge=1)``) is pydantic's."""
+    notes = [a for a in args[1:] if isinstance(a, str)]
+    only_notes = len(notes) == len(args) - 1
+    schema = schema_for_hint(args[0]) if only_notes else _pydantic_schema(hint)
+    if notes and "description" not in schema:
+        schema["description"] = " ".join(notes)
+    return schema
+
+
+def _enum_schema(values: list[Any]) -> dict[str, Any]:
+    schema: dict[str, Any] = {"enum": values}
+    kinds = {_json_type(v) for v in values}
+    if kinds == {"integer", "number"}:
+        kinds = {"number"}
+    if len(kinds) == 1 and None not in kinds:
+        schema["type"] = kinds.pop()
+    return schema
+
+
+def _union_schema(args: tuple[Any, ...]) -> dict[str, Any]:
+    options = [schema_for_hint(a) for a in args]
+    simple = [o["type"] for o in options if set(o) == {"type"} and isinstance(o["type"], str)]
+    if len(simple) == len(options):
+        return {"type": list(dict.fromkeys(simple))}
+    return {"anyOf": options}
+
+
+def _tuple_schema(args: tuple[Any, ...]) -> dict[str, Any]:
+    if not args or args == ((),):
+        return {"type": "array", "maxItems": 0} if args else {"type": "array"}
+    if len(args) == 2 and args[1] is Ellipsis:
+        return {"type": "array", "items": schema_for_hint(args[0])}
+    return {
+        "type": "array",
+        "prefixItems": [schema_for_hint(a) for a in args],
+        "minItems": len(args),
+        "maxItems": len(args),
+    }
+
+
+def _json_type(value: Any) -> str | None:
+    for kind, python in (("boolean", bool), ("integer", int), ("number", float), ("string", str)):
+        if isinstance(value, python):
+            return kind
+    return "null" if value is None else None
 
 
 def _pydantic_schema(hint: Any) -> dict[str, Any]:
@@ -207,7 +321,11 @@ def _pydantic_schema(hint: Any) -> dict[str, Any]:
 
 
 def _returns_from_hint(hint: Any) -> Returns:
-    if hint is None or hint is type(None):
+    if hint is None:  # no annotation: nothing is known about the result
+        return Returns.JSON
+    if typing.get_origin(hint) is typing.Annotated:
+        return _returns_from_hint(typing.get_args(hint)[0])
+    if hint is type(None):
         return Returns.NONE
     if hint is str:
         return Returns.TEXT
@@ -215,24 +333,31 @@ def _returns_from_hint(hint: Any) -> Returns:
         return Returns.SCALAR
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
-    if origin is list and args and typing.get_origin(args[0]) in {dict, Mapping}:
+    if (
+        origin is list
+        and args
+        and (args[0] in {dict, Mapping} or typing.get_origin(args[0]) in {dict, Mapping})
+    ):
         return Returns.TABLE
     return Returns.JSON
 
 
-def _json_safe(value: Any) -> bool:
-    if isinstance(value, enum.Enum):
-        value = value.value
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-_SECTION = re.compile(r"^(Args|Arguments|Parameters|Params|Returns?|Raises|Yields|Examples?|Notes?):\s*$")
-_GOOGLE_PARAM = re.compile(r"^\s+(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_PARAM_SECTIONS = {
+    "Args", "Arguments", "Parameters", "Params", "Keyword Args", "Keyword Arguments",
+    "Other Parameters",
+}  # fmt: skip
+_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters|"
+    r"Returns?|Raises|Yields?|Examples?|Notes?|Warnings?|See Also|Todo|Attributes|References):\s*$"
+)
+_GOOGLE_PARAM = re.compile(r"^\s+(\*{0,2}\w+)\s*(?:\(.*\))?\s*:\s*(.*)$")
 _REST_PARAM = re.compile(r"^:param\s+(?:[^:]+\s)?(\w+):\s*(.*)$")
+_UNDERLINE = re.compile(r"-{3,}")
+_NUMPY_TITLES = {
+    "Parameters", "Other Parameters", "Returns", "Yields", "Receives", "Raises", "Warns",
+    "Warnings", "See Also", "Notes", "References", "Examples", "Attributes", "Methods",
+}  # fmt: skip
+_NUMPY_PARAM = re.compile(r"(\*{0,2}\w+)\s*(?::.*)?")
 
 
 def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
@@ -241,35 +366,54 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     params: dict[str, str] = {}
     section: str | None = None
     current: str | None = None
-    for line in doc.splitlines():
-        header = _SECTION.match(line.strip())
-        rest = _REST_PARAM.match(line.strip())
-        if header and not line.startswith(" "):
+    param_indent = 0
+    for line in _numpy_as_google(doc.splitlines()):
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        header = _SECTION.match(stripped)
+        rest = _REST_PARAM.match(stripped)
+        if header and indent == 0:
             section, current = header.group(1), None
         elif rest:
             current = rest.group(1)
             params[current] = rest.group(2).strip()
             section = "rest"
-        elif line.strip().startswith(":"):
+        elif stripped.startswith(":"):
             section, current = "rest", None
-        elif section in {"Args", "Arguments", "Parameters", "Params"}:
+        elif section in _PARAM_SECTIONS:
             match = _GOOGLE_PARAM.match(line)
-            indent = len(line) - len(line.lstrip())
-            if match and (current is None or indent <= _indent_of(doc, current)):
-                current = match.group(1).lstrip("*")
+            if stripped and indent == 0:  # a dedent ends a Google section
+                section, current = "other", None
+            elif match and (current is None or indent <= param_indent):
+                current, param_indent = match.group(1).lstrip("*"), indent
                 params[current] = match.group(2).strip()
-            elif current and line.strip():
-                params[current] = f"{params[current]} {line.strip()}".strip()
+            elif current and stripped:
+                params[current] = f"{params[current]} {stripped}".strip()
         elif section == "rest":
-            if current and line.strip():
-                params[current] = f"{params[current]} {line.strip()}".strip()
+            if current and stripped:
+                params[current] = f"{params[current]} {stripped}".strip()
         elif section is None:
             description.append(line)
     return "\n".join(description).strip(), params
 
 
-def _indent_of(doc: str, name: str) -> int:
-    for line in doc.splitlines():
-        if _GOOGLE_PARAM.match(line) and line.strip().lstrip("*").startswith(name):
-            return len(line) - len(line.lstrip())
-    return 0
+def _numpy_as_google(lines: list[str]) -> list[str]:
+    """NumPy sections (a title underlined with dashes) rewritten in Google style, so one
+    parser reads both and the sections never leak into the description."""
+    out: list[str] = []
+    params = False
+    skip = False
+    for i, line in enumerate(lines):
+        underlined = i + 1 < len(lines) and _UNDERLINE.fullmatch(lines[i + 1].strip())
+        if skip:
+            skip = False
+        elif underlined and line.strip() in _NUMPY_TITLES and not line[0].isspace():
+            title = line.strip()
+            params, skip = title in _PARAM_SECTIONS, True
+            out.append(f"{title}:" if _SECTION.match(f"{title}:") else "Notes:")
+        elif params and line.strip() and not line[0].isspace():
+            entry = _NUMPY_PARAM.fullmatch(line.strip())  # "x : int" -> "    x:"
+            out.append(f"    {entry.group(1)}:" if entry else f"    {line}")
+        else:
+            out.append(f"    {line}" if params and line.strip() else line)
+    return out

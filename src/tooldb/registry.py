@@ -6,6 +6,7 @@ indistinguishable from tools that do not exist.
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -116,7 +117,9 @@ class Registry:
             spec = getattr(item, SPEC_ATTRIBUTE, None) or spec_from_function(item)
             self._python().provide(spec.target, item)
             return spec
-        raise UsageError(f"cannot register {type(item).__name__}: give a ToolSpec, a mapping or a function")
+        raise UsageError(
+            f"cannot register {type(item).__name__}: give a ToolSpec, a mapping or a function"
+        )
 
     def _python(self) -> PythonExecutor:
         executor = self.executors.get(ToolKind.PYTHON)
@@ -142,7 +145,7 @@ class Registry:
             self.tenant, category=category, kind=kind, include_disabled=include_disabled
         )
 
-    def versions(self, name: str) -> list[ToolVersion]:
+    def versions(self, name: str) -> builtins.list[ToolVersion]:
         versions = self.store.tool_versions(self.tenant, name)
         if not versions:
             raise self._not_found(name)
@@ -169,12 +172,12 @@ class Registry:
 
     def calls(
         self, *, tool: str | None = None, run_id: str | None = None, limit: int = 20
-    ) -> list[CallRecord]:
+    ) -> builtins.list[CallRecord]:
         if limit < 0:
             raise UsageError(f"limit must be 0 or more, got {limit}")
         return self.store.list_calls(self.tenant, tool_name=tool, run_id=run_id, limit=limit)
 
-    def stats(self) -> list[ToolRecord]:
+    def stats(self) -> builtins.list[ToolRecord]:
         """Every tool, enabled or not, with its live statistics."""
         return self.list(include_disabled=True)
 

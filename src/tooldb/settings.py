@@ -80,7 +80,9 @@ def _coerce(key: str, raw: Any, kind: type, source: str) -> Any:
 
 def _read_config_file() -> dict[str, Any]:
     explicit = os.environ.get("TOOLDB_CONFIG")
-    path = Path(explicit) if explicit else Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+    path = (
+        Path(explicit) if explicit else Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+    )
     if not path.is_file():
         if explicit:
             raise UsageError(f"TOOLDB_CONFIG points to {path}, which is not a file")

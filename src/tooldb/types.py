@@ -75,9 +75,7 @@ class ToolSpec(BaseModel):
     category: str = "general"
     kind: ToolKind = ToolKind.PYTHON
     target: str
-    parameters: dict[str, Any] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     returns: Returns = Returns.JSON
     timeout_s: float | None = Field(default=None, gt=0)
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -107,7 +105,9 @@ class ToolSpec(BaseModel):
             try:
                 text.encode("utf-8")
             except UnicodeEncodeError:
-                raise ValueError(f"text {text[:40]!r} is not valid Unicode (lone surrogate)") from None
+                raise ValueError(
+                    f"text {text[:40]!r} is not valid Unicode (lone surrogate)"
+                ) from None
         return self
 
     def definition(self) -> dict[str, Any]:

@@ -43,7 +43,9 @@ def deadline(seconds: float | None) -> Iterator[None]:
 
 
 def _can_use_alarm() -> bool:
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "setitimer"
+    ):
         return False
     return signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, signal.SIG_IGN, None)
 

@@ -100,7 +100,9 @@ def _import_target(target: str) -> Callable[..., Any]:
     try:
         value: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise DefinitionError(f"python target {target!r}: cannot import {module_name!r}: {exc}") from None
+        raise DefinitionError(
+            f"python target {target!r}: cannot import {module_name!r}: {exc}"
+        ) from None
     for part in qualname.split("."):
         try:
             value = getattr(value, part)
@@ -110,7 +112,7 @@ def _import_target(target: str) -> Callable[..., Any]:
             ) from None
     if not callable(value):
         raise DefinitionError(f"python target {target!r} is not callable")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 class _LoopThread:

@@ -7,16 +7,19 @@ figures stay exact under any number of concurrent writers.
 
 from __future__ import annotations
 
+import json
+import operator
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.pool import PoolProxiedConnection
 
-from ..errors import StoreError
+from ..errors import StoreError, UsageError
 from ..types import CallRecord, ErrorKind, ToolRecord, ToolSpec, ToolStats, ToolVersion
 from . import migrate
 from .schema import calls, tool_versions, tools
@@ -51,6 +54,11 @@ class SQLStore:
         self.engine = engine
         self._reader = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.dialect = engine.dialect.name
+        self._dbapi = engine.dialect.loaded_dbapi
+        writer = _CALL_WRITERS.get(self.dialect)
+        if writer is None:
+            raise UsageError(f"unsupported database {self.dialect!r}: use SQLite or PostgreSQL")
+        self._write_call = writer
 
     @property
     def url(self) -> str:
@@ -132,9 +140,15 @@ class SQLStore:
             status = "created"
             tool_id = conn.execute(
                 tools.insert().values(
-                    tenant=tenant, name=spec.name, version=1, content_hash=digest,
-                    enabled=True, created_at=now, updated_at=now, **columns,
-                )  # fmt: skip
+                    tenant=tenant,
+                    name=spec.name,
+                    version=1,
+                    content_hash=digest,
+                    enabled=True,
+                    created_at=now,
+                    updated_at=now,
+                    **columns,
+                )
             ).inserted_primary_key[0]  # type: ignore[index]
             self._insert_version(conn, tool_id, 1, digest, definition, now)
         else:
@@ -161,9 +175,12 @@ class SQLStore:
     ) -> None:
         conn.execute(
             tool_versions.insert().values(
-                tool_id=tool_id, version=version, content_hash=digest,
-                definition=definition, created_at=now,
-            )  # fmt: skip
+                tool_id=tool_id,
+                version=version,
+                content_hash=digest,
+                definition=definition,
+                created_at=now,
+            )
         )
 
     def set_enabled(self, tenant: str, name: str, enabled: bool) -> bool:
@@ -208,27 +225,30 @@ class SQLStore:
 
     # -- calls -------------------------------------------------------------
     def record_call(self, row: dict[str, Any], *, counted: bool) -> int:
-        """Append one call and, if it ran, fold it into the tool's statistics atomically."""
-        with self._guard(), self.engine.begin() as conn:
-            call_id: int = conn.execute(calls.insert(), row).inserted_primary_key[0]  # type: ignore[index]
-            if counted and row["tool_id"] is not None:
-                conn.execute(
-                    tools.update()
-                    .where(tools.c.id == row["tool_id"])
-                    .values(
-                        usage_count=tools.c.usage_count + 1,
-                        success_count=tools.c.success_count + (1 if row["success"] else 0),
-                        total_duration_ms=tools.c.total_duration_ms + row["duration_ms"],
-                        last_used=sa.func.max(
-                            sa.func.coalesce(tools.c.last_used, 0), row["started_at"]
-                        )
-                        if self.dialect == "sqlite"
-                        else sa.func.greatest(
-                            sa.func.coalesce(tools.c.last_used, 0), row["started_at"]
-                        ),
-                    )
-                )
-        return call_id
+        """Append one call and, if it ran, fold it into the tool's statistics atomically.
+
+        This runs on every call, so it skips SQLAlchemy's statement building, compiled
+        cache lookups and result objects (about 1 ms a call): prebuilt SQL in the
+        driver's own paramstyle on a pooled DBAPI connection, with the arguments
+        serialised here as the ``JSON`` column type would. It is still one transaction,
+        committed before this returns. ``row`` holds every column of ``calls`` but ``id``.
+        """
+        values = (json.dumps(row["arguments"]), *_call_values(row))
+        tool_id = row["tool_id"]
+        stats: _Stats | None = None
+        if counted and tool_id is not None:
+            stats = (1 if row["success"] else 0, row["duration_ms"], row["started_at"], tool_id)
+        with self._guard():  # a failed checkout arrives wrapped by SQLAlchemy
+            connection = self.engine.raw_connection()
+        try:
+            return self._write_call(connection, values, stats)
+        except self._dbapi.Error as exc:
+            if self.engine.dialect.is_disconnect(exc, connection.dbapi_connection, None):
+                connection.invalidate(exc)
+            verb = "rejected a write" if isinstance(exc, self._dbapi.IntegrityError) else "failed"
+            raise StoreError(f"store {self.url} {verb}: {_first_line(exc)}") from exc
+        finally:
+            connection.close()
 
     def list_calls(
         self,
@@ -309,3 +329,87 @@ def _call_record(row: sa.Row[Any]) -> CallRecord:
         duration_ms=row.duration_ms,
         started_at=row.started_at,
     )
+
+
+# -- the call-recording hot path: one writer per dialect ----------------------
+
+#: Columns of a call record in statement order: the JSON arguments, then the rest as
+#: they are (every column but the generated id).
+_CALL_COLUMNS = (
+    "arguments",
+    *(column.name for column in calls.columns if column.name not in {"id", "arguments"}),
+)
+_call_values = operator.itemgetter(*_CALL_COLUMNS[1:])
+#: What a counted call adds to its tool: (success 0 or 1, duration_ms, started_at, tool_id).
+_Stats = tuple[int, float, float, int]
+_CallWriter = Callable[[PoolProxiedConnection, tuple[Any, ...], _Stats | None], int]
+
+_SQLITE_INSERT_CALL = (
+    f"INSERT INTO calls ({', '.join(_CALL_COLUMNS)}) VALUES ({', '.join('?' * len(_CALL_COLUMNS))})"
+)
+_SQLITE_UPDATE_STATS = (
+    "UPDATE tools SET usage_count = usage_count + 1, success_count = success_count + ?,"
+    " total_duration_ms = total_duration_ms + ?, last_used = max(coalesce(last_used, 0), ?)"
+    " WHERE id = ?"
+)
+_PG_INSERT_CALL = (
+    f"INSERT INTO calls ({', '.join(_CALL_COLUMNS)})"
+    f" VALUES (%s::json{', %s' * (len(_CALL_COLUMNS) - 1)})"
+    " RETURNING id"
+)
+# Data-modifying CTEs run exactly once and to completion, all in the one statement.
+_PG_INSERT_CALL_AND_STATS = (
+    f"WITH recorded AS ({_PG_INSERT_CALL}), counted AS ("
+    "UPDATE tools SET usage_count = usage_count + 1, success_count = success_count + %s,"
+    " total_duration_ms = total_duration_ms + %s,"
+    " last_used = greatest(coalesce(last_used, 0), %s) WHERE id = %s"
+    ") SELECT id FROM recorded"
+)
+
+
+def _write_call_sqlite(
+    connection: PoolProxiedConnection, values: tuple[Any, ...], stats: _Stats | None
+) -> int:
+    """Insert and update inside ``BEGIN IMMEDIATE`` (the write lock up front, as in
+    sqlite.py), committed before returning."""
+    cursor = connection.cursor()
+    try:
+        cursor.execute("BEGIN IMMEDIATE")
+        try:
+            cursor.execute(_SQLITE_INSERT_CALL, values)
+            call_id: int = cursor.lastrowid
+            if stats is not None:
+                cursor.execute(_SQLITE_UPDATE_STATS, stats)
+            cursor.execute("COMMIT")
+        except BaseException:
+            connection.rollback()
+            raise
+    finally:
+        cursor.close()
+    return call_id
+
+
+def _write_call_postgres(
+    connection: PoolProxiedConnection, values: tuple[Any, ...], stats: _Stats | None
+) -> int:
+    """One statement in autocommit mode: atomic on its own, and one round trip instead
+    of four (BEGIN, INSERT, UPDATE, COMMIT). The pooled connection goes back to
+    transactional mode afterwards, as SQLAlchemy's own pre-ping does."""
+    driver: Any = connection.dbapi_connection
+    driver.autocommit = True
+    try:
+        with driver.cursor() as cursor:
+            if stats is None:
+                cursor.execute(_PG_INSERT_CALL, values)
+            else:
+                cursor.execute(_PG_INSERT_CALL_AND_STATS, values + stats)
+            return int(cursor.fetchone()[0])
+    finally:
+        if not driver.closed:
+            driver.autocommit = False
+
+
+_CALL_WRITERS: dict[str, _CallWriter] = {
+    "sqlite": _write_call_sqlite,
+    "postgresql": _write_call_postgres,
+}

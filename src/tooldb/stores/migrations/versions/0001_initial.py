@@ -77,9 +77,7 @@ def upgrade() -> None:
         sa.Column("started_at", sa.Float, nullable=False),
     )
     op.create_index("ix_calls_tenant_started", "calls", ["tenant", "started_at"])
-    op.create_index(
-        "ix_calls_tenant_tool_started", "calls", ["tenant", "tool_name", "started_at"]
-    )
+    op.create_index("ix_calls_tenant_tool_started", "calls", ["tenant", "tool_name", "started_at"])
     op.create_index("ix_calls_run", "calls", ["run_id"])
 
 

@@ -1,0 +1,5 @@
+"""`python -m tooldb` runs the CLI."""
+
+from .cli import main
+
+main()

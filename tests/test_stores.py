@@ -1,0 +1,86 @@
+"""Stores and migrations: the migrated schema is the declared schema, on both backends."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+import tooldb
+from tooldb import Settings, StoreError, UsageError
+from tooldb.stores import open_store
+from tooldb.stores.migrate import HEAD
+from tooldb.stores.schema import metadata
+
+
+def test_migrated_schema_matches_declared_metadata(store_url: str) -> None:
+    store = open_store(store_url)
+    try:
+        store.migrate()
+        assert store.revision() == HEAD
+        with store.engine.connect() as conn:  # type: ignore[attr-defined]
+            diff = compare_metadata(MigrationContext.configure(conn), metadata)
+        assert diff == []
+    finally:
+        store.close()
+
+
+def test_head_is_the_alembic_head() -> None:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", "tooldb.stores:migrations")
+    assert ScriptDirectory.from_config(config).get_heads() == [HEAD]
+
+
+def test_migrate_is_idempotent_and_keeps_data(store_url: str) -> None:
+    settings = Settings(url=store_url)
+    with tooldb.open(store_url, settings=settings) as registry:
+        registry.add({"name": "n", "target": "tests.sample_tools:noop"})
+        assert registry.init() == (HEAD, HEAD)
+        assert registry.get("n").version == 1
+
+
+def test_registry_with_unknown_revision_is_refused(sqlite_url: str) -> None:
+    tooldb.open(sqlite_url).close()
+    engine = sa.create_engine(sqlite_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '9999_future'"))
+    engine.dispose()
+    with pytest.raises(StoreError, match="tooldb init"):
+        tooldb.open(sqlite_url)
+
+
+def test_open_without_create_refuses_empty_store(sqlite_url: str) -> None:
+    with pytest.raises(StoreError, match="tooldb init"):
+        tooldb.open(sqlite_url, create=False)
+
+
+def test_bad_urls() -> None:
+    with pytest.raises(UsageError, match="unsupported store URL"):
+        tooldb.open("mysql://root@localhost/x")
+    with pytest.raises(StoreError, match="failed"):
+        tooldb.open("postgresql://nobody@127.0.0.1:1/none")
+
+
+def test_default_store_is_sqlite_in_user_data_dir(tmp_path: object) -> None:
+    with tooldb.open() as registry:
+        assert registry.store.url.startswith("sqlite:///")
+        assert registry.store.url.endswith("home/registry.db")
+
+
+def test_settings_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    from pathlib import Path
+
+    config = Path(str(tmp_path)) / "config.toml"
+    config.write_text('default_timeout_s = 7\ntenant = "from-file"\n')
+    monkeypatch.setenv("TOOLDB_CONFIG", str(config))
+    monkeypatch.setenv("TOOLDB_TENANT", "from-env")
+    settings = Settings.load()
+    assert settings.default_timeout_s == 7.0 and settings.tenant == "from-env"
+    assert Settings.load(tenant="explicit").tenant == "explicit"
+    monkeypatch.setenv("TOOLDB_RECORD_CALLS", "maybe")
+    with pytest.raises(UsageError, match="record_calls"):
+        Settings.load()
