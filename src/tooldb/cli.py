@@ -137,6 +137,20 @@ def _text(value: str) -> str:
     return escape(value)
 
 
+def _table(*columns: str) -> Table:
+    """A table whose last column alone wraps when the terminal is narrow.
+
+    Rich shrinks wrappable columns first; with every column wrappable but a long
+    no-wrap one, the short columns collapsed to nothing in an 80-column terminal.
+    """
+    table = Table()
+    *fixed, flexible = columns
+    for column in fixed:
+        table.add_column(column, no_wrap=True)
+    table.add_column(flexible, overflow="fold", min_width=24)
+    return table
+
+
 # -- commands -----------------------------------------------------------------
 @app.command()
 def init(as_json: JsonOpt = False) -> None:
@@ -220,8 +234,7 @@ def list_tools(
     if as_json:
         _print_json({"tools": [t.summary() for t in tools]})
         return
-    table = Table("name", "category", "kind", "v", "enabled", "calls", "success")
-    table.add_column("description", no_wrap=True, overflow="ellipsis", max_width=60)
+    table = _table("name", "category", "kind", "v", "enabled", "calls", "success", "description")
     for t in tools:
         table.add_row(
             _text(t.name), _text(t.spec.category), t.spec.kind.value, str(t.version),
@@ -334,7 +347,7 @@ def stats(as_json: JsonOpt = False) -> None:
             {"tools": [{"name": t.name, "enabled": t.enabled, **t.stats.summary()} for t in tools]}
         )
         return
-    table = Table("name", "calls", "success", "avg ms", "last used", "enabled")
+    table = _table("name", "calls", "success", "avg ms", "last used", "enabled")
     for t in tools:
         s = t.stats
         table.add_row(
@@ -357,7 +370,7 @@ def calls(
     if as_json:
         _print_json({"calls": [r.model_dump(mode="json") for r in records]})
         return
-    table = Table("id", "started", "tool", "v", "ok", "ms", "error")
+    table = _table("id", "started", "tool", "v", "ok", "ms", "error")
     for r in records:
         table.add_row(str(r.id), _when(r.started_at), _text(r.tool_name), str(r.tool_version),
                       "yes" if r.success else "no", _ms(r.duration_ms),
