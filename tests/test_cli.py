@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tooldb.cli import app
+from tooldb.stores.migrate import HEAD
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -37,7 +38,7 @@ def url(store_url: str) -> str:
 
 def test_init_creates_then_reports_up_to_date(sqlite_url: str) -> None:
     first = as_json(sqlite_url, "init")
-    assert first["revision_before"] is None and first["revision"] == "0001_initial"
+    assert first["revision_before"] is None and first["revision"] == HEAD
     second = tooldb(sqlite_url, "init")
     assert second.exit_code == 0 and "up to date" in second.stdout
 

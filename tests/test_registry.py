@@ -132,7 +132,7 @@ def test_remove_keeps_call_log(registry: Registry) -> None:
 
 
 def test_tenants_see_nothing_of_each_other(store_url: str) -> None:
-    settings = Settings(url=store_url)
+    settings = Settings(embedder="hash", url=store_url)
     with (
         tooldb.open(store_url, "acme", settings=settings) as acme,
         tooldb.open(store_url, "globex", settings=settings) as globex,
@@ -257,7 +257,7 @@ def test_calls_filters_and_limit(registry: Registry) -> None:
 
 
 def test_reopen_sees_everything(store_url: str) -> None:
-    settings = Settings(url=store_url)
+    settings = Settings(embedder="hash", url=store_url)
     with tooldb.open(store_url, settings=settings) as first:
         first.add(sample_tools.add)
         first.call("add", {"a": 1})

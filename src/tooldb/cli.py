@@ -166,6 +166,11 @@ def init(as_json: JsonOpt = False) -> None:
             url = store.url
         finally:
             store.close()
+        if before is not None and before != after:
+            # Tools registered before selection existed get their search texts now.
+            with open_registry(settings.resolved_url, settings=settings) as registry:
+                for tenant in registry.store.tenants():
+                    registry.for_tenant(tenant).refresh_documents()
     if as_json:
         _print_json({"url": url, "revision_before": before, "revision": after})
     elif before == after:

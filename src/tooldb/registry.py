@@ -15,19 +15,25 @@ from typing import Any
 
 from .binding import Binder
 from .decorators import SPEC_ATTRIBUTE, spec_from_function, tools_of_module
-from .errors import ArgumentError, NotFound, StoreError, ToolDisabled, UsageError
+from .embedders import Embedder, open_embedder
+from .embedding import Progress, embed_pending
+from .errors import ArgumentError, NotFound, StoreError, ToolDBError, ToolDisabled, UsageError
 from .execution import Outcome, aexecute, execute
 from .executors import Executor, default_executors, executor_for
 from .executors.python import PythonExecutor
 from .manifests import read_manifest, spec_from_mapping
-from .recording import Recorder
+from .recording import Recorder, storable_text
+from .selection import Filters, Selector, Weights, check_request
 from .settings import Settings
 from .stores import PutOutcome, Store, ToolHead, open_store
 from .stores.migrate import HEAD
+from .tool_index import ToolIndex
+from .tooltext import tool_document
 from .types import (
     BoundCall,
     CallRecord,
     ErrorKind,
+    Selection,
     ToolKind,
     ToolRecord,
     ToolResult,
@@ -59,6 +65,11 @@ class Registry:
         self.executors = executors if executors is not None else default_executors()
         self.recorder = Recorder(store, self.settings, self.tenant)
         self._bound: dict[tuple[int, str], tuple[ToolRecord, Binder]] = {}
+        self._embedder: Embedder | None = None
+        self._embedder_loaded = False
+        self._selector: Selector | None = None
+        #: Why the last registration could not embed its tools (None when it could).
+        self.embedding_error: str | None = None
 
     # -- lifecycle -----------------------------------------------------------
     def init(self) -> tuple[str | None, str]:
@@ -102,11 +113,109 @@ class Registry:
         """Register every tool of a YAML/JSON/JSONL manifest, all or none."""
         return self.register(read_manifest(path))
 
-    def register(self, specs: Sequence[ToolSpec]) -> list[PutOutcome]:
-        """Check each spec can run here, then write them in one transaction."""
+    def register(
+        self, specs: Sequence[ToolSpec], *, embed: bool = True, progress: Progress | None = None
+    ) -> list[PutOutcome]:
+        """Check each spec can run here, write them in one transaction, then embed the new
+        and changed ones (an embedder failure leaves them registered, ranked by words until
+        ``embed`` succeeds; ``embedding_error`` says why)."""
         for spec in specs:
             executor_for(self.executors, spec.kind).check(spec)
-        return self.store.put_tools(self.tenant, specs)
+        outcomes = self.store.put_tools(self.tenant, specs, [tool_document(s) for s in specs])
+        if embed:
+            changed = sum(1 for outcome in outcomes if outcome.status != "unchanged")
+            try:
+                self.embed(progress=progress, total=changed)
+                self.embedding_error = None
+            except (ToolDBError, OSError) as exc:
+                self.embedding_error = str(exc)
+        return outcomes
+
+    # -- selection -----------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder | None:
+        """The configured embedder (loaded on first use), None for lexical-only selection."""
+        if not self._embedder_loaded:
+            self._embedder = open_embedder(
+                self.settings.embedder,
+                url=self.settings.embedder_url or None,
+                api_key_env=self.settings.embedder_api_key_env,
+            )
+            self._embedder_loaded = True
+        return self._embedder
+
+    def embed(
+        self, *, progress: Progress | None = None, total: int | None = None, rebuild: bool = False
+    ) -> int:
+        """Embed every tool that has no vector from the current embedder; returns how many.
+
+        ``rebuild`` first rewrites every tool's search text (after an upgrade changed how
+        tools are described), which re-embeds those whose text changed.
+        """
+        if rebuild:
+            self.refresh_documents()
+        embedder = self.embedder
+        if embedder is None:
+            return 0
+        if total is None:
+            counts = self.store.embedding_counts(self.tenant)
+            total = sum(n for name, n in counts.items() if name != embedder.id)
+        return embed_pending(self.store, self.tenant, embedder, total=total, progress=progress)
+
+    def for_tenant(self, tenant: str) -> Registry:
+        """Another tenant's view of the same store and settings (shares the connection pool)."""
+        return Registry(self.store, self.settings, tenant=tenant, executors=self.executors)
+
+    def refresh_documents(self) -> int:
+        """Rewrite every tool's search text (after an upgrade); returns how many changed."""
+        tools = self.list(include_disabled=True)
+        return self.store.reset_documents(
+            self.tenant, [(t.id, tool_document(t.spec)) for t in tools]
+        )
+
+    @property
+    def selector(self) -> Selector:
+        if self._selector is None:
+            embedder = self.embedder
+            dim = embedder.dim if embedder is not None else 0
+            if embedder is not None and not dim:  # learned on first use (remote embedders)
+                dim = int(embedder.embed(["dimension probe"]).shape[1])
+            index = ToolIndex(self.store, self.tenant, embedder.id if embedder else None, dim)
+            self._selector = Selector(index, embedder, Weights.from_settings(self.settings))
+        return self._selector
+
+    def select(
+        self,
+        task: str,
+        k: int = 5,
+        *,
+        category: str | None = None,
+        kind: str | None = None,
+        names: Sequence[str] | None = None,
+        run_id: str | None = None,
+        record: bool | None = None,
+    ) -> Selection:
+        """The ``k`` enabled tools most likely to do ``task``, best first, each with the
+        components of its score; recorded as a decision unless ``record`` is False."""
+        task = check_request(task, k)
+        filters = Filters(category, kind, list(names) if names is not None else None)
+        selection = self.selector.select(task, k, filters)
+        if self.settings.record_decisions if record is None else record:
+            selection.decision_id = self.store.record_decision(
+                {
+                    "tenant": self.tenant,
+                    "run_id": run_id,
+                    "task": storable_text(task[:10_000]) or "",
+                    "k": k,
+                    "filters": filters.as_json(),
+                    "candidates": [c.model_dump(mode="json") for c in selection.candidates],
+                    "chosen": selection.candidates[0].name if selection.candidates else None,
+                    "embedder": selection.embedder,
+                    "duration_ms": selection.duration_ms,
+                    "created_at": time.time(),
+                }
+            )
+        return selection
 
     def _to_spec(self, item: ToolLike) -> ToolSpec:
         if isinstance(item, ToolSpec):

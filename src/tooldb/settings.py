@@ -39,6 +39,21 @@ class Settings:
     record_calls: bool = True
     record_output_chars: int = 4096
     sqlite_busy_timeout_s: float = 60.0
+    #: auto (local MiniLM if installed, else none), local, hash[:DIM], openai:MODEL, none.
+    embedder: str = "auto"
+    embedder_url: str = ""
+    embedder_api_key_env: str = "OPENAI_API_KEY"
+    #: Selection: relevance fusion weights (dense + lexical), then performance terms.
+    select_dense_weight: float = 0.6
+    select_lexical_weight: float = 0.4
+    select_success_weight: float = 0.3
+    select_latency_weight: float = 0.05
+    #: Pseudo-calls of prior belief in a new tool's success (smoothing), and that belief.
+    select_prior_calls: float = 5.0
+    select_prior_success: float = 0.9
+    #: A tool this slow (average ms) gets half the latency score.
+    select_latency_ref_ms: float = 1000.0
+    record_decisions: bool = True
 
     @property
     def resolved_url(self) -> str:
@@ -63,7 +78,7 @@ class Settings:
 
 
 def _coerce(key: str, raw: Any, kind: type, source: str) -> Any:
-    if key == "url":
+    if key == "url" or kind is str:
         return str(raw)
     try:
         if kind is bool and isinstance(raw, str):
@@ -99,6 +114,9 @@ _ENV_KEYS = {
     "TOOLDB_DEFAULT_TIMEOUT": "default_timeout_s",
     "TOOLDB_RECORD_CALLS": "record_calls",
     "TOOLDB_RECORD_OUTPUT_CHARS": "record_output_chars",
+    "TOOLDB_EMBEDDER": "embedder",
+    "TOOLDB_EMBEDDER_URL": "embedder_url",
+    "TOOLDB_RECORD_DECISIONS": "record_decisions",
 }
 
 
