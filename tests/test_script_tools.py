@@ -510,3 +510,24 @@ def test_manifest_example_script_tool_runs(reg: Registry) -> None:
     reg.add_manifest(root / "examples" / "tools.yaml")
     result = reg.call("top_words", {"text": "the cat and the hat and the bat", "n": 2})
     assert result.success and result.data == [["the", 3], ["and", 2]]
+
+
+def test_cli_calls_script_tools(sqlite_url: str) -> None:
+    from typer.testing import CliRunner
+
+    from tooldb.cli import app
+
+    root = Path(__file__).resolve().parent.parent
+    cli = CliRunner()
+    added = cli.invoke(
+        app, ["--db", sqlite_url, "add", "manifest", str(root / "examples/tools.yaml")]
+    )
+    assert added.exit_code == 0, added.output
+    args = json.dumps({"text": "b a b", "n": 1})
+    ok = cli.invoke(app, ["--db", sqlite_url, "call", "top_words", "--args", args, "--json"])
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["data"] == [["b", 2]]
+    with tooldb.open(sqlite_url, settings=Settings(url=sqlite_url)) as registry:
+        add_script(registry, "crash", "raise SystemExit(4)")
+    failed_call = cli.invoke(app, ["--db", sqlite_url, "call", "crash", "--json"])
+    assert failed_call.exit_code == 1
+    assert "exited with code 4" in json.loads(failed_call.stdout)["error"]

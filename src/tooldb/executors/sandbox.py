@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,8 +156,7 @@ def _call_uid() -> int:
 
 def environment(limits: Limits, workdir: Path) -> dict[str, str]:
     """Nothing from the parent but the allow-list, plus a home and temp dir in the scratch dir."""
-    env = {"PATH": DEFAULT_PATH, "HOME": str(workdir), "TMPDIR": str(workdir)}
-    env["LANG"] = "C.UTF-8"
+    env = {"PATH": DEFAULT_PATH, "HOME": str(workdir), "TMPDIR": str(workdir), "LANG": "C.UTF-8"}
     for name in limits.env:
         if name in os.environ:
             env[name] = os.environ[name]
@@ -235,7 +235,9 @@ async def _feed(stream: asyncio.StreamWriter, data: bytes) -> None:
             stream.close()
 
 
-async def _read_capped(stream: asyncio.StreamReader, cap: int, on_overflow: Any) -> bytes:
+async def _read_capped(
+    stream: asyncio.StreamReader, cap: int, on_overflow: Callable[[], None]
+) -> bytes:
     """Read up to ``cap`` bytes; past it, call ``on_overflow`` (which kills) and stop."""
     buffer = bytearray()
     while chunk := await stream.read(READ_CHUNK):

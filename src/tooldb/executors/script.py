@@ -48,6 +48,8 @@ class ScriptExecutor:
             _check_javascript(spec)
 
     def prepare(self, tool: ToolRecord) -> None:
+        """Probe the platform's isolation once per process, before the clock starts."""
+        sandbox.isolation()
         if language_of(tool.spec) == "javascript" and node_binary() is None:
             raise ExecutionError(f"script tool {tool.name!r} needs node, which is not on PATH")
 
