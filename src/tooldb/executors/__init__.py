@@ -36,8 +36,9 @@ class Executor(Protocol):
 def default_executors() -> dict[ToolKind, Executor]:
     """The executors for every kind this installation can run."""
     from .python import PythonExecutor
+    from .script import ScriptExecutor
 
-    return {ToolKind.PYTHON: PythonExecutor()}
+    return {ToolKind.PYTHON: PythonExecutor(), ToolKind.SCRIPT: ScriptExecutor()}
 
 
 def executor_for(executors: dict[ToolKind, Executor], kind: ToolKind | str) -> Executor:
