@@ -238,7 +238,14 @@ class SessionManager:
     # -- synchronous API -----------------------------------------------------
     def start(self, config: ServerConfig) -> None:
         """Connect now (outside any call's timeout) unless a live session exists."""
-        self._wait(self._session(config), self.connect_timeout_s)
+        if not self._connected(config):
+            self._wait(self._session(config), self.connect_timeout_s)
+
+    def _connected(self, config: ServerConfig) -> bool:
+        """A lock-free look from the caller's thread (a hint: the loop re-checks), which
+        spares a warm call the round trip to the loop thread."""
+        session = self._sessions.get(config.key) if self._pid == os.getpid() else None
+        return session is not None and session.usable and session.client is not None
 
     def list_tools(self, config: ServerConfig, timeout_s: float = LIST_TIMEOUT_S) -> list[Tool]:
         return self._wait(self._list(config, timeout_s), self.connect_timeout_s + timeout_s)
