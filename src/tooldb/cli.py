@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -38,7 +39,7 @@ app = typer.Typer(
     context_settings={"terminal_width": 100, "max_content_width": 100},
 )
 add_app = typer.Typer(
-    help="Register tools from Python modules or manifests.",
+    help="Register tools from Python modules, manifests or MCP servers.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -226,6 +227,36 @@ def add_manifest(
     _report_added(outcomes, as_json)
 
 
+@add_app.command("mcp")
+def add_mcp(
+    name: Annotated[str, typer.Option("--name", help="Server name; its tools become NAME__TOOL.")],
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(help="Server command and its arguments, after `--` (stdio server)."),
+    ] = None,
+    url: Annotated[
+        str | None, typer.Option(help="Streamable HTTP endpoint, instead of a command.")
+    ] = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option("--env", help="Environment variable passed to the server (repeatable)."),
+    ] = None,
+    category: Annotated[str | None, typer.Option(help="Category (default: NAME).")] = None,
+    timeout: Annotated[
+        float | None, typer.Option(help="Seconds before a call to one of its tools is stopped.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Register every tool of an MCP server: `add mcp --name NAME -- COMMAND ARGS...`
+    or `add mcp --name NAME --url URL`."""
+    with _registry(as_json) as registry:
+        outcomes = registry.add_mcp(
+            name, command=command or None, url=url, env=env or (), category=category,
+            timeout_s=timeout,
+        )  # fmt: skip
+    _report_added(outcomes, as_json)
+
+
 @app.command("list")
 def list_tools(
     category: Annotated[str | None, typer.Option(help="Only this category.")] = None,
@@ -381,6 +412,37 @@ def calls(
                       "yes" if r.success else "no", _ms(r.duration_ms),
                       _text((r.error or "")[:80]))  # fmt: skip
     _out.print(table)
+
+
+class McpTransport(StrEnum):
+    stdio = "stdio"
+    http = "http"
+
+
+@app.command("mcp")
+def mcp_serve(
+    transport: Annotated[
+        McpTransport, typer.Option(help="stdio, or streamable HTTP at http://HOST:PORT/mcp.")
+    ] = McpTransport.stdio,
+    host: Annotated[str, typer.Option(help="HTTP address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="HTTP port.")] = 8000,
+    category: Annotated[str | None, typer.Option(help="Offer only this category.")] = None,
+    tenant: Annotated[
+        str | None, typer.Option("--tenant", help="Serve this tenant (overrides the global one).")
+    ] = None,
+) -> None:
+    """Serve the registry's enabled tools to MCP clients; calls are bound, run and recorded."""
+    from .mcp_server import RegistryTools, require_sdk, serve_http, serve_stdio
+
+    with _errors():
+        require_sdk()
+    _state.tenant = tenant or _state.tenant
+    with _registry(False) as registry:
+        source = RegistryTools(registry, category)
+        if transport is McpTransport.http:
+            serve_http(source, host, port)
+        else:
+            serve_stdio(source)
 
 
 def main() -> None:

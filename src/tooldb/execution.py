@@ -16,7 +16,7 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from .errors import ExecutionError, ToolTimeout
-from .executors import Executor
+from .executors import Executor, Rendered
 from .types import BoundCall, ErrorKind, Returns, ToolResult
 
 
@@ -76,6 +76,8 @@ def _failed(exc: Exception, start: float, started_at: float) -> Outcome:
 
 def render(value: Any, returns: Returns) -> tuple[str, Any]:
     """(output for a model, structured data) for a tool's return value."""
+    if isinstance(value, Rendered):
+        return value.output, to_jsonable_python(value.data, fallback=repr)
     data = to_jsonable_python(value, fallback=repr)
     if value is None:
         return "", None

@@ -20,6 +20,7 @@ from .embedding import Progress, embed_pending
 from .errors import ArgumentError, NotFound, StoreError, ToolDBError, ToolDisabled, UsageError
 from .execution import Outcome, aexecute, execute
 from .executors import Executor, default_executors, executor_for
+from .executors.mcp import McpExecutor
 from .executors.python import PythonExecutor
 from .manifests import read_manifest, spec_from_mapping
 from .recording import Recorder, storable_text
@@ -77,7 +78,14 @@ class Registry:
         return self.store.migrate()
 
     def close(self) -> None:
-        self.store.close()
+        """Close the store and whatever executors hold open (MCP sessions...)."""
+        try:
+            for executor in self.executors.values():
+                close = getattr(executor, "close", None)
+                if callable(close):
+                    close()
+        finally:
+            self.store.close()
 
     def __enter__(self) -> Registry:
         return self
@@ -112,6 +120,36 @@ class Registry:
     def add_manifest(self, path: str | Path) -> list[PutOutcome]:
         """Register every tool of a YAML/JSON/JSONL manifest, all or none."""
         return self.register(read_manifest(path))
+
+    def add_mcp(
+        self,
+        name: str,
+        *,
+        command: Sequence[str] | None = None,
+        url: str | None = None,
+        env: Sequence[str] = (),
+        category: str | None = None,
+        timeout_s: float | None = None,
+    ) -> list[PutOutcome]:
+        """Connect to an MCP server (a stdio ``command`` or a streamable-HTTP ``url``), list
+        its tools and register each as ``NAME__TOOL`` (kind ``mcp``, schema from the server).
+
+        ``env`` names environment variables passed through to a stdio server at start.
+        """
+        from .mcp_config import ServerConfig
+        from .mcp_import import import_server
+
+        if (command is None) == (url is None):
+            raise UsageError("give an MCP server command or a url, not both or neither")
+        if url is not None and env:
+            raise UsageError("env passes variables to a stdio server; an HTTP server has none")
+        config = (
+            ServerConfig.http(url) if url is not None else ServerConfig.stdio(command or [], env)
+        )
+        specs = import_server(
+            self._mcp().sessions, name, config, category=category, timeout_s=timeout_s
+        )
+        return self.register(specs)
 
     def register(
         self, specs: Sequence[ToolSpec], *, embed: bool = True, progress: Progress | None = None
@@ -234,6 +272,12 @@ class Registry:
         executor = self.executors.get(ToolKind.PYTHON)
         if not isinstance(executor, PythonExecutor):
             raise UsageError("this registry has no Python executor")
+        return executor
+
+    def _mcp(self) -> McpExecutor:
+        executor = self.executors.get(ToolKind.MCP)
+        if not isinstance(executor, McpExecutor):
+            raise UsageError("this registry has no MCP executor")
         return executor
 
     # -- reading and managing ------------------------------------------------

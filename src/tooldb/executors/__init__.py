@@ -3,15 +3,27 @@
 An executor validates a target when a tool is registered (``check``) and runs a
 bound call (``run`` from synchronous code, ``arun`` from a running event loop),
 enforcing the timeout it is given and raising ``ToolTimeout`` past it. It
-returns the tool's raw value; ``execution`` turns that into a ToolResult.
+returns the tool's raw value, or a ``Rendered`` when it already knows both the
+text a model reads and the structured data; ``execution`` turns that into a
+ToolResult. An executor that holds resources (sessions, pools) defines
+``close()``, which ``Registry.close`` calls.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import DefinitionError
 from ..types import ToolKind, ToolRecord, ToolSpec
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A value already split into ``output`` (for a model) and ``data`` (structured)."""
+
+    output: str
+    data: Any = None
 
 
 class Executor(Protocol):
@@ -35,10 +47,15 @@ class Executor(Protocol):
 
 def default_executors() -> dict[ToolKind, Executor]:
     """The executors for every kind this installation can run."""
+    from .mcp import McpExecutor
     from .python import PythonExecutor
     from .script import ScriptExecutor
 
-    return {ToolKind.PYTHON: PythonExecutor(), ToolKind.SCRIPT: ScriptExecutor()}
+    return {
+        ToolKind.PYTHON: PythonExecutor(),
+        ToolKind.SCRIPT: ScriptExecutor(),
+        ToolKind.MCP: McpExecutor(),
+    }
 
 
 def executor_for(executors: dict[ToolKind, Executor], kind: ToolKind | str) -> Executor:
