@@ -180,6 +180,14 @@ def init(as_json: JsonOpt = False) -> None:
         _out.print(f"registry {_text(url)} upgraded from {before or 'empty'} to {after}")
 
 
+def _warn_embedding(registry: Registry) -> None:
+    if registry.embedding_error:
+        sys.stderr.write(
+            f"warning: tools registered but not embedded ({registry.embedding_error}); "
+            "they are selected by words until `tooldb embed` succeeds\n"
+        )
+
+
 def _report_added(outcomes: list[PutOutcome], as_json: bool) -> None:
     if as_json:
         _print_json(
@@ -221,10 +229,13 @@ def add_manifest(
     file: Annotated[Path, typer.Argument(help="YAML, JSON or JSON Lines manifest.")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Register the tools of a manifest (all or none)."""
-    with _registry(as_json) as registry:
-        outcomes = registry.add_manifest(file)
+    """Register the tools of a manifest (all or none), then embed the new ones."""
+    from .cli_select import embedding_progress
+
+    with _registry(as_json) as registry, embedding_progress(as_json) as progress:
+        outcomes = registry.add_manifest(file, progress=progress)
     _report_added(outcomes, as_json)
+    _warn_embedding(registry)
 
 
 @add_app.command("mcp")
@@ -447,3 +458,6 @@ def mcp_serve(
 
 def main() -> None:
     app()
+
+
+from . import cli_select  # noqa: E402,F401  (registers the selection commands on ``app``)

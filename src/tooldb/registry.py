@@ -117,9 +117,11 @@ class Registry:
             raise UsageError(f"module {module_name!r} has no @tool functions")
         return self.register([spec for spec, _ in found])
 
-    def add_manifest(self, path: str | Path) -> list[PutOutcome]:
+    def add_manifest(
+        self, path: str | Path, *, progress: Progress | None = None
+    ) -> list[PutOutcome]:
         """Register every tool of a YAML/JSON/JSONL manifest, all or none."""
-        return self.register(read_manifest(path))
+        return self.register(read_manifest(path), progress=progress)
 
     def add_mcp(
         self,

@@ -126,6 +126,10 @@ class ToolIndex:
             self.dense.set(slot, None)
         self.dead += 1
 
+    def nbytes(self) -> int:
+        """Memory held by the dense matrix (the lexical postings are not counted)."""
+        return self.dense.nbytes()
+
     def enabled_count(self) -> int:
         return int(self.slots.usable[: self.size].sum())
 

@@ -110,7 +110,9 @@ def _parameter_text(schema: dict[str, Any]) -> str:
     if not isinstance(properties, dict):
         return ""
     items = []
-    for name, prop in properties.items():
+    # By name: PostgreSQL's JSONB does not keep key order, and a document must not change
+    # when a tool makes a round trip through the store.
+    for name, prop in sorted(properties.items()):
         description = prop.get("description", "") if isinstance(prop, dict) else ""
         words = split_name(str(name))
         items.append(f"{words}: {description}".strip().rstrip(":") if description else words)

@@ -15,6 +15,8 @@ Floats = npt.NDArray[np.float32]
 
 
 class DenseIndex:
+    method = "exact (numpy inner product)"
+
     def __init__(self, dim: int) -> None:
         self.dim = dim
         self._matrix = np.zeros((0, dim), dtype=np.float32)
