@@ -30,6 +30,9 @@ def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     """No test reads the developer's registry or config."""
     for name in ("TOOLDB_URL", "TOOLDB_TENANT", "TOOLDB_CONFIG", "TOOLDB_DEFAULT_TIMEOUT"):
         monkeypatch.delenv(name, raising=False)
+    for name in list(os.environ):
+        if name.startswith(("TOOLDB_CONNECTION_", "TOOLDB_MAX_PARALLEL")):
+            monkeypatch.delenv(name)
     monkeypatch.setenv("TOOLDB_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
 
