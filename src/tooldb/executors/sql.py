@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import re
 import threading
 from collections.abc import Callable
@@ -22,7 +23,7 @@ import sqlalchemy as sa
 
 from ..errors import DefinitionError, ExecutionError, ToolTimeout
 from ..settings import REGISTRY_CONNECTION, Settings
-from ..types import ToolKind, ToolRecord, ToolSpec
+from ..types import Returns, ToolKind, ToolRecord, ToolSpec
 from .sql_engines import (
     create_engine,
     dialect_of,
@@ -33,10 +34,11 @@ from .sql_engines import (
 )
 from .sql_plan import Access, SQLPlan, plan_for
 from .sql_results import driver_parameters, shape
-from .threads import run_blocking
+from .threads import Alarm, call_later, run_blocking
 
 #: Statements PostgreSQL can run through a server-side cursor, so that only the rows
-#: kept under ``max_rows`` travel to the client.
+#: kept under ``max_rows`` travel to the client (for ``table`` results: the cursor
+#: costs two round trips, and the other shapes use one row or none).
 _STREAMABLE = {"select", "with", "values", "table"}
 _FIRST_WORD = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*(\w+)", re.DOTALL)
 
@@ -121,10 +123,11 @@ class SQLExecutor:
         stream = (
             conn.dialect.name == "postgresql"
             and plan.access is Access.READ
+            and plan.returns is Returns.TABLE
             and _first_word(plan.statement.text) in _STREAMABLE
         )
         with conn.begin() as transaction:
-            start_transaction(conn, plan.access, timeout_s)
+            start_transaction(conn, timeout_s)
             options = {"yield_per": min(plan.max_rows + 1, 1000)} if stream else {}
             result = conn.execute(plan.statement, parameters, execution_options=options)
             value = shape(result, plan)
@@ -207,13 +210,10 @@ class _Stopper:
         self._interrupt: Callable[[], None] | None = None
         self.reason: str | None = None
 
-    def after(self, timeout_s: float | None) -> threading.Timer | None:
+    def after(self, timeout_s: float | None) -> Alarm | None:
         if timeout_s is None:
             return None
-        timer = threading.Timer(timeout_s, self.stop, ("timeout",))
-        timer.daemon = True
-        timer.start()
-        return timer
+        return call_later(timeout_s, functools.partial(self.stop, "timeout"))
 
     def attach(self, interrupt: Callable[[], None]) -> None:
         with self._lock:

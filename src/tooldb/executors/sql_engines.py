@@ -6,9 +6,11 @@ read-only access, a statement timeout and an interrupt from another thread.
   the next call); write engines take the write lock up front (``BEGIN IMMEDIATE``)
   like the registry's own store. ``sqlite3.Connection.interrupt`` stops a running
   statement.
-* PostgreSQL: read tools run in ``SET TRANSACTION READ ONLY`` transactions, every
-  transaction has ``SET LOCAL statement_timeout``; ``cancel_safe`` stops a running
-  statement from another thread.
+* PostgreSQL: a read engine's connections are psycopg ``read_only``, so every
+  transaction starts with ``BEGIN READ ONLY`` (no statement can lift it for the
+  transaction or leave the connection writable); every transaction sets
+  ``statement_timeout`` locally; ``cancel_safe`` stops a running statement from
+  another thread.
 """
 
 from __future__ import annotations
@@ -51,8 +53,19 @@ def dialect_of(name: str, url: str) -> str:
 def create_engine(name: str, url: str, access: Access, busy_timeout_s: float) -> sa.Engine:
     """A pooled engine for one connection and access mode (created once, shared)."""
     if dialect_of(name, url) == "postgresql":
-        return create_postgres_engine(url)
+        return _postgres_engine(url, access)
     return _sqlite_engine(name, url, access, busy_timeout_s)
+
+
+def _postgres_engine(url: str, access: Access) -> sa.Engine:
+    engine = create_postgres_engine(url)
+    read_only = access is Access.READ
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.read_only = read_only  # psycopg then opens with BEGIN READ ONLY
+
+    return engine
 
 
 def _sqlite_engine(name: str, url: str, access: Access, busy_timeout_s: float) -> sa.Engine:
@@ -82,12 +95,10 @@ def _sqlite_engine(name: str, url: str, access: Access, busy_timeout_s: float) -
     return engine
 
 
-def start_transaction(conn: sa.Connection, access: Access, timeout_s: float | None) -> None:
+def start_transaction(conn: sa.Connection, timeout_s: float | None) -> None:
     """Per-transaction settings, issued first thing in the transaction."""
     if conn.dialect.name != "postgresql":
         return
-    if access is Access.READ:
-        conn.exec_driver_sql("SET TRANSACTION READ ONLY")
     if timeout_s is not None:
         milliseconds = str(max(1, round(timeout_s * 1000)))
         conn.execute(
