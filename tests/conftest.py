@@ -33,6 +33,9 @@ def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     # The bundled MiniLM is exercised by test_embedders; elsewhere a model-free embedder
     # keeps registries fast to open.
     monkeypatch.setenv("TOOLDB_EMBEDDER", "hash")
+    for name in list(os.environ):
+        if name.startswith(("TOOLDB_CONNECTION_", "TOOLDB_MAX_PARALLEL")):
+            monkeypatch.delenv(name)
     monkeypatch.setenv("TOOLDB_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
 

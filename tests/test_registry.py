@@ -206,8 +206,8 @@ def test_registration_checks_target_and_kind(registry: Registry) -> None:
         registry.add({"name": "x", "target": "no.such.module:f"})
     with pytest.raises(DefinitionError, match="no attribute"):
         registry.add({"name": "x", "target": "tests.sample_tools:missing"})
-    with pytest.raises(DefinitionError, match="kind 'sql' cannot be executed"):
-        registry.add({"name": "x", "kind": "sql", "target": "SELECT 1"})
+    with pytest.raises(DefinitionError, match="kind 'agent' cannot be executed"):
+        registry.add({"name": "x", "kind": "agent", "target": "helper"})
     assert registry.list(include_disabled=True) == []
 
 

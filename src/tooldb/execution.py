@@ -8,8 +8,10 @@ stage.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,16 +43,34 @@ def execute(executor: Executor, call: BoundCall, timeout_s: float | None) -> Out
     return _succeeded(value, call.tool.spec.returns, start, started_at)
 
 
-async def aexecute(executor: Executor, call: BoundCall, timeout_s: float | None) -> Outcome:
+async def aexecute(
+    executor: Executor,
+    call: BoundCall,
+    timeout_s: float | None,
+    on_cancel: Callable[[Outcome], None] | None = None,
+) -> Outcome:
+    """``execute`` from a running loop. When the awaiting task is cancelled, the
+    cancellation propagates (asyncio requires it) after ``on_cancel`` has been given
+    a failed outcome of kind CANCELLED, so the call can still be recorded."""
     started_at = time.time()
     start = time.perf_counter()
     try:
         executor.prepare(call.tool)
         start = time.perf_counter()
         value = await executor.arun(call.tool, call.arguments, timeout_s)
+    except asyncio.CancelledError:
+        if on_cancel is not None:
+            on_cancel(_cancelled(call, start, started_at))
+        raise
     except Exception as exc:
         return _failed(exc, start, started_at)
     return _succeeded(value, call.tool.spec.returns, start, started_at)
+
+
+def _cancelled(call: BoundCall, start: float, started_at: float) -> Outcome:
+    duration_ms = (time.perf_counter() - start) * 1000
+    text = f"call of tool {call.tool.name!r} was cancelled by the caller after {duration_ms:.0f} ms"
+    return Outcome(ToolResult.failure(text, duration_ms), ErrorKind.CANCELLED, started_at)
 
 
 def _succeeded(value: Any, returns: Returns, start: float, started_at: float) -> Outcome:

@@ -19,14 +19,17 @@ from .embedders import Embedder, open_embedder
 from .embedding import Progress, embed_pending
 from .errors import ArgumentError, NotFound, StoreError, ToolDBError, ToolDisabled, UsageError
 from .execution import Outcome, aexecute, execute
-from .executors import Executor, default_executors, executor_for
+from .executors import Closeable, Executor, default_executors, executor_for
 from .executors.mcp import McpExecutor
 from .executors.python import PythonExecutor
+from .executors.threads import reserve as reserve_threads
+from .executors.threads import run_blocking
 from .manifests import read_manifest, spec_from_mapping
+from .parallel import run_many, run_sync
 from .recording import Recorder, storable_text
 from .selection import Filters, Selector, Weights, check_request
 from .settings import Settings
-from .stores import PutOutcome, Store, ToolHead, open_store
+from .stores import PutOutcome, SQLStore, Store, ToolHead, open_store
 from .stores.migrate import HEAD
 from .tool_index import ToolIndex
 from .tooltext import tool_document
@@ -63,7 +66,13 @@ class Registry:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         self.store = store
-        self.executors = executors if executors is not None else default_executors()
+        self._owns_executors = executors is None
+        self.executors = (
+            executors
+            if executors is not None
+            else default_executors(self.settings, _unmasked_url(store, self.settings))
+        )
+        reserve_threads(self.settings.max_parallel_calls)
         self.recorder = Recorder(store, self.settings, self.tenant)
         self._bound: dict[tuple[int, str], tuple[ToolRecord, Binder]] = {}
         self._embedder: Embedder | None = None
@@ -78,12 +87,12 @@ class Registry:
         return self.store.migrate()
 
     def close(self) -> None:
-        """Close the store and whatever executors hold open (MCP sessions...)."""
+        """Close the store and the executors this registry created (sessions, pools)."""
         try:
-            for executor in self.executors.values():
-                close = getattr(executor, "close", None)
-                if callable(close):
-                    close()
+            if self._owns_executors:
+                for executor in self.executors.values():
+                    if isinstance(executor, Closeable):
+                        executor.close()
         finally:
             self.store.close()
 
@@ -368,11 +377,68 @@ class Registry:
         run_id: str | None = None,
         timeout_s: float | None = None,
     ) -> ToolResult:
-        """``call`` for code already inside an event loop."""
-        bound = self._bind_recording_rejects(name, arguments, run_id)
+        """``call`` for code already inside an event loop.
+
+        The store's reads and the record's commit run in worker threads, so concurrent
+        calls (``acall_many``) do not wait on each other's database round trips. If the
+        awaiting task is cancelled while the tool runs, the call is recorded as cancelled.
+        """
+        bound = await run_blocking(self._bind_recording_rejects, name, arguments, run_id)
         timeout = self._timeout(bound.tool, timeout_s)
-        outcome = await aexecute(self._executor(bound.tool), bound, timeout)
-        return self._finish(bound, outcome, run_id)
+
+        def record_cancelled(outcome: Outcome) -> None:
+            self._finish(bound, outcome, run_id)
+
+        outcome = await aexecute(self._executor(bound.tool), bound, timeout, record_cancelled)
+        return await run_blocking(self._finish, bound, outcome, run_id)
+
+    async def acall_many(
+        self,
+        requests: Sequence[tuple[str, Any]],
+        *,
+        run_id: str | None = None,
+        timeout_s: float | None = None,
+        max_parallel: int | None = None,
+        max_parallel_per_tool: int | None = None,
+    ) -> builtins.list[ToolResult]:
+        """Run independent calls concurrently; one ToolResult per request, in request order.
+
+        Nothing in the batch raises: an unknown or disabled tool or arguments that do not
+        bind come back as a failed ToolResult in their slot, and one failure cancels
+        nothing else. At most ``max_parallel`` calls run at once (default: the
+        ``max_parallel_calls`` setting) and at most ``max_parallel_per_tool`` of any one
+        tool (setting ``max_parallel_per_tool``). If the caller cancels (e.g. through
+        ``asyncio.wait_for``), running calls are stopped and recorded as cancelled;
+        queued ones never start. See ``parallel.py``.
+        """
+        return await run_many(
+            self,
+            requests,
+            run_id=run_id,
+            timeout_s=timeout_s,
+            max_parallel=max_parallel,
+            max_parallel_per_tool=max_parallel_per_tool,
+        )
+
+    def call_many(
+        self,
+        requests: Sequence[tuple[str, Any]],
+        *,
+        run_id: str | None = None,
+        timeout_s: float | None = None,
+        max_parallel: int | None = None,
+        max_parallel_per_tool: int | None = None,
+    ) -> builtins.list[ToolResult]:
+        """``acall_many`` from synchronous code (also from inside a running event loop)."""
+        return run_sync(
+            self.acall_many(
+                requests,
+                run_id=run_id,
+                timeout_s=timeout_s,
+                max_parallel=max_parallel,
+                max_parallel_per_tool=max_parallel_per_tool,
+            )
+        )
 
     def _bind_recording_rejects(self, name: str, arguments: Any, run_id: str | None) -> BoundCall:
         tool, binder = self._resolve(name)
@@ -423,6 +489,13 @@ class Registry:
 
     def _not_found(self, name: str) -> NotFound:
         return NotFound(f"no tool named {name!r} in tenant {self.tenant!r}")
+
+
+def _unmasked_url(store: Store, settings: Settings) -> str | None:
+    """The registry database's URL with its password, for SQL tools on ``registry``."""
+    if isinstance(store, SQLStore):
+        return store.engine.url.render_as_string(hide_password=False)
+    return settings.url
 
 
 def open_registry(

@@ -2,13 +2,16 @@
 
 The file is ``$TOOLDB_CONFIG`` or ``config.toml`` in the user config directory,
 with top-level keys named like the fields below (``url``, ``default_timeout_s``...).
+Named database connections for SQL tools are a ``[connections]`` table
+(``name = "sqlalchemy-url"``) or ``TOOLDB_CONNECTION_<NAME>=url`` variables; each
+source adds to (and by name overrides) the connections of the sources before it.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,9 @@ import platformdirs
 from .errors import UsageError
 
 APP_NAME = "tooldb"
+#: The connection name that always means the registry's own database.
+REGISTRY_CONNECTION = "registry"
+_CONNECTION_ENV_PREFIX = "TOOLDB_CONNECTION_"
 
 
 def default_data_dir() -> Path:
@@ -54,6 +60,9 @@ class Settings:
     #: A tool this slow (average ms) gets half the latency score.
     select_latency_ref_ms: float = 1000.0
     record_decisions: bool = True
+    max_parallel_calls: int = 16
+    max_parallel_per_tool: int = 8
+    connections: dict[str, str] = field(default_factory=dict)
 
     @property
     def resolved_url(self) -> str:
@@ -73,8 +82,27 @@ class Settings:
         for key, raw in values.items():
             if key not in known:
                 raise UsageError(f"unknown setting {key!r} from {source}")
-            changes[key] = _coerce(key, raw, type(getattr(self, key)), source)
+            if key == "connections":
+                changes[key] = {**self.connections, **_connections(raw, source)}
+            else:
+                changes[key] = _coerce(key, raw, type(getattr(self, key)), source)
         return replace(self, **changes)
+
+
+def _connections(raw: Any, source: str) -> dict[str, str]:
+    """Connection names to URLs; ``registry`` is reserved for the registry's own database."""
+    if not isinstance(raw, dict):
+        raise UsageError(f"setting 'connections' from {source} must be a table of name = URL")
+    for name, url in raw.items():
+        if not isinstance(name, str) or not name or not isinstance(url, str) or not url:
+            raise UsageError(
+                f"connection {name!r} from {source} must map a name to a URL string, got {url!r}"
+            )
+        if name == REGISTRY_CONNECTION:
+            raise UsageError(
+                f"connection name {name!r} from {source} is reserved for the registry's database"
+            )
+    return dict(raw)
 
 
 def _coerce(key: str, raw: Any, kind: type, source: str) -> Any:
@@ -117,8 +145,20 @@ _ENV_KEYS = {
     "TOOLDB_EMBEDDER": "embedder",
     "TOOLDB_EMBEDDER_URL": "embedder_url",
     "TOOLDB_RECORD_DECISIONS": "record_decisions",
+    "TOOLDB_MAX_PARALLEL_CALLS": "max_parallel_calls",
+    "TOOLDB_MAX_PARALLEL_PER_TOOL": "max_parallel_per_tool",
 }
 
 
 def _read_env() -> dict[str, Any]:
-    return {key: os.environ[env] for env, key in _ENV_KEYS.items() if os.environ.get(env)}
+    values: dict[str, Any] = {
+        key: os.environ[env] for env, key in _ENV_KEYS.items() if os.environ.get(env)
+    }
+    connections = {
+        env[len(_CONNECTION_ENV_PREFIX) :].lower(): url
+        for env, url in os.environ.items()
+        if env.startswith(_CONNECTION_ENV_PREFIX) and len(env) > len(_CONNECTION_ENV_PREFIX) and url
+    }
+    if connections:
+        values["connections"] = connections
+    return values

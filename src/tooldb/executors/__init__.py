@@ -12,15 +12,21 @@ ToolResult. An executor that holds resources (sessions, pools) defines
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import DefinitionError
 from ..types import ToolKind, ToolRecord, ToolSpec
 
+if TYPE_CHECKING:
+    from ..settings import Settings
+
 
 @dataclass(frozen=True)
 class Rendered:
-    """A value already split into ``output`` (for a model) and ``data`` (structured)."""
+    """A value its executor has already rendered: ``output`` for a model, JSON ``data``.
+
+    ``execution.render`` passes it through unchanged instead of guessing a rendering.
+    """
 
     output: str
     data: Any = None
@@ -45,14 +51,30 @@ class Executor(Protocol):
         """Run from a running event loop; raise ToolTimeout past the timeout."""
 
 
-def default_executors() -> dict[ToolKind, Executor]:
-    """The executors for every kind this installation can run."""
+@runtime_checkable
+class Closeable(Protocol):
+    """An executor holding resources (sessions, connection pools) that the registry releases."""
+
+    def close(self) -> None: ...
+
+
+def default_executors(
+    settings: Settings | None = None, store_url: str | None = None
+) -> dict[ToolKind, Executor]:
+    """The executors for every kind this installation can run.
+
+    ``settings`` and ``store_url`` (the registry's own database, unmasked) configure
+    the kinds that need them: SQL tools reach named connections and the registry.
+    """
+    from ..settings import Settings
     from .mcp import McpExecutor
     from .python import PythonExecutor
     from .script import ScriptExecutor
+    from .sql import SQLExecutor
 
     return {
         ToolKind.PYTHON: PythonExecutor(),
+        ToolKind.SQL: SQLExecutor(settings or Settings(), store_url),
         ToolKind.SCRIPT: ScriptExecutor(),
         ToolKind.MCP: McpExecutor(),
     }
