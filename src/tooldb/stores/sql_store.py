@@ -24,6 +24,7 @@ from ..types import CallRecord, ErrorKind, ToolRecord, ToolSpec, ToolStats, Tool
 from . import migrate
 from .schema import calls, tool_search, tool_versions, tools
 from .search_rows import Generation, SearchRows, bump_generation, upsert_document
+from .sqlite import Checkpointer
 
 _SPEC_COLUMNS = (
     "description", "category", "kind", "target", "parameters", "returns", "timeout_s", "metadata",
@@ -51,8 +52,9 @@ class PutOutcome:
 class SQLStore(SearchRows):
     """Tools, versions, the call log and the selection tables in one SQL database."""
 
-    def __init__(self, engine: sa.Engine) -> None:
+    def __init__(self, engine: sa.Engine, *, checkpointer: Checkpointer | None = None) -> None:
         self.engine = engine
+        self._checkpointer = checkpointer
         self._reader = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.dialect = engine.dialect.name
         self._dbapi = engine.dialect.loaded_dbapi
@@ -67,6 +69,8 @@ class SQLStore(SearchRows):
         return self.engine.url.render_as_string(hide_password=True)
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.close()
         self.engine.dispose()
 
     # -- schema ------------------------------------------------------------
@@ -80,12 +84,19 @@ class SQLStore(SearchRows):
 
     # -- tools -------------------------------------------------------------
     def tool_head(self, tenant: str, name: str) -> ToolHead | None:
-        query = sa.select(tools.c.id, tools.c.version, tools.c.content_hash, tools.c.enabled).where(
-            tools.c.tenant == tenant, tools.c.name == name
-        )
-        with self._guard(), self._reader.connect() as conn:
-            row = conn.execute(query).first()
-        return ToolHead(row.id, row.version, row.content_hash, bool(row.enabled)) if row else None
+        """Runs before every call, so like ``record_call`` it is prebuilt SQL on a pooled
+        DBAPI connection (about 15 µs on SQLite instead of 160 µs through Core)."""
+        with self._guard():
+            connection = self.engine.raw_connection()
+        try:
+            row = _read_one(connection, self.dialect, (tenant, name))
+        except self._dbapi.Error as exc:
+            if self.engine.dialect.is_disconnect(exc, connection.dbapi_connection, None):
+                connection.invalidate(exc)
+            raise StoreError(f"store {self.url} failed: {_first_line(exc)}") from exc
+        finally:
+            connection.close()
+        return ToolHead(row[0], row[1], row[2], bool(row[3])) if row else None
 
     def get_tool(self, tenant: str, name: str) -> ToolRecord | None:
         query = sa.select(tools).where(tools.c.tenant == tenant, tools.c.name == name)
@@ -397,6 +408,36 @@ _PG_INSERT_CALL_AND_STATS = (
     " last_used = greatest(coalesce(last_used, 0), %s) WHERE id = %s"
     ") SELECT id FROM recorded"
 )
+
+
+_TOOL_HEAD = {
+    dialect: "SELECT id, version, content_hash, enabled FROM tools"
+    f" WHERE tenant = {mark} AND name = {mark}"
+    for dialect, mark in (("sqlite", "?"), ("postgresql", "%s"))
+}
+
+
+def _read_one(
+    connection: PoolProxiedConnection, dialect: str, params: tuple[Any, ...]
+) -> tuple[Any, ...] | None:
+    """The tool head row, outside any transaction (autocommit on PostgreSQL, as in the
+    call writer; SQLite connections are in autocommit mode already, see sqlite.py)."""
+    driver: Any = connection.dbapi_connection
+    postgres = dialect == "postgresql"
+    sql = _TOOL_HEAD[dialect]
+    if postgres:
+        driver.autocommit = True
+    try:
+        cursor = driver.cursor()
+        try:
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+        finally:
+            cursor.close()
+        return tuple(row) if row is not None else None
+    finally:
+        if postgres and not driver.closed:
+            driver.autocommit = False
 
 
 def _write_call_sqlite(
