@@ -18,8 +18,10 @@ from .decorators import SPEC_ATTRIBUTE, spec_from_function, tools_of_module
 from .errors import ArgumentError, NotFound, StoreError, ToolDisabled, UsageError
 from .execution import Outcome, aexecute, execute
 from .executors import Executor, default_executors, executor_for
+from .executors.http import HttpExecutor
 from .executors.python import PythonExecutor
 from .manifests import read_manifest, spec_from_mapping
+from .openapi import OpenAPIImport, read_openapi
 from .recording import Recorder
 from .settings import Settings
 from .stores import PutOutcome, Store, ToolHead, open_store
@@ -56,7 +58,7 @@ class Registry:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         self.store = store
-        self.executors = executors if executors is not None else default_executors()
+        self.executors = executors if executors is not None else default_executors(self.settings)
         self.recorder = Recorder(store, self.settings, self.tenant)
         self._bound: dict[tuple[int, str], tuple[ToolRecord, Binder]] = {}
 
@@ -66,6 +68,11 @@ class Registry:
         return self.store.migrate()
 
     def close(self) -> None:
+        """Close the store and the executors' connections (HTTP client pools)."""
+        for executor in self.executors.values():
+            close = getattr(executor, "close", None)
+            if callable(close):
+                close()
         self.store.close()
 
     def __enter__(self) -> Registry:
@@ -101,6 +108,28 @@ class Registry:
     def add_manifest(self, path: str | Path) -> list[PutOutcome]:
         """Register every tool of a YAML/JSON/JSONL manifest, all or none."""
         return self.register(read_manifest(path))
+
+    def add_openapi(
+        self,
+        source: str | Path | Mapping[str, Any],
+        *,
+        base_url: str | None = None,
+        category: str | None = None,
+        auth_secret: str | None = None,
+    ) -> OpenAPIImport:
+        """Register every operation of an OpenAPI 3 document (a file, an http(s) URL fetched
+        through the host guard, or a mapping) as an http tool; all or none."""
+        http = self.executors.get(ToolKind.HTTP)
+        fetch = http.fetch_document if isinstance(http, HttpExecutor) else None
+        found = read_openapi(
+            source,
+            fetch=fetch,
+            max_bytes=self.settings.http_max_response_bytes,
+            base_url=base_url,
+            category=category,
+            auth_secret=auth_secret,
+        )
+        return replace(found, outcomes=self.register(found.specs))
 
     def register(self, specs: Sequence[ToolSpec]) -> list[PutOutcome]:
         """Check each spec can run here, then write them in one transaction."""

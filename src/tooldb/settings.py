@@ -1,14 +1,15 @@
 """Configuration: defaults, overridden by a TOML file, overridden by ``TOOLDB_*`` env vars.
 
 The file is ``$TOOLDB_CONFIG`` or ``config.toml`` in the user config directory,
-with top-level keys named like the fields below (``url``, ``default_timeout_s``...).
+with top-level keys named like the fields below (``url``, ``default_timeout_s``...)
+and an optional ``[secrets]`` table (values of the names HTTP tools' auth refers to).
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,21 @@ class Settings:
     record_calls: bool = True
     record_output_chars: int = 4096
     sqlite_busy_timeout_s: float = 60.0
+    # HTTP tools: host patterns that may be called ("public" = any host whose every
+    # address is public; see executors/http_guard.py), a per-request time cap and a
+    # response size cap enforced while streaming.
+    http_allowed_hosts: tuple[str, ...] = ("public",)
+    http_timeout_s: float = 30.0
+    http_max_response_bytes: int = 10_000_000
+    # Secret values by name (auth of HTTP tools stores only the name); env vars also work.
+    secrets: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        # Python callers may pass a list: store a tuple, immutable like the rest.
+        object.__setattr__(self, "http_allowed_hosts", tuple(self.http_allowed_hosts))
+        for name in ("http_timeout_s", "http_max_response_bytes"):
+            if getattr(self, name) <= 0:
+                raise UsageError(f"setting {name!r} must be positive, got {getattr(self, name)}")
 
     @property
     def resolved_url(self) -> str:
@@ -65,6 +81,10 @@ class Settings:
 def _coerce(key: str, raw: Any, kind: type, source: str) -> Any:
     if key == "url":
         return str(raw)
+    if kind is tuple:
+        return _string_list(key, raw, source)
+    if kind is dict:
+        return _string_table(key, raw, source)
     try:
         if kind is bool and isinstance(raw, str):
             lowered = raw.strip().lower()
@@ -76,6 +96,22 @@ def _coerce(key: str, raw: Any, kind: type, source: str) -> Any:
         raise UsageError(
             f"setting {key!r} from {source} must be {kind.__name__}, got {raw!r}"
         ) from None
+
+
+def _string_list(key: str, raw: Any, source: str) -> tuple[str, ...]:
+    """A comma-separated string (environment) or a list of strings (file, argument)."""
+    items = raw.split(",") if isinstance(raw, str) else raw
+    if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+        raise UsageError(f"setting {key!r} from {source} must be a list of strings, got {raw!r}")
+    return tuple(i.strip() for i in items if i.strip())
+
+
+def _string_table(key: str, raw: Any, source: str) -> dict[str, str]:
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
+    ):
+        raise UsageError(f"setting {key!r} from {source} must be a table of strings")
+    return dict(raw)
 
 
 def _read_config_file() -> dict[str, Any]:
@@ -99,6 +135,9 @@ _ENV_KEYS = {
     "TOOLDB_DEFAULT_TIMEOUT": "default_timeout_s",
     "TOOLDB_RECORD_CALLS": "record_calls",
     "TOOLDB_RECORD_OUTPUT_CHARS": "record_output_chars",
+    "TOOLDB_HTTP_ALLOWED_HOSTS": "http_allowed_hosts",
+    "TOOLDB_HTTP_TIMEOUT": "http_timeout_s",
+    "TOOLDB_HTTP_MAX_RESPONSE_BYTES": "http_max_response_bytes",
 }
 
 

@@ -8,10 +8,13 @@ returns the tool's raw value; ``execution`` turns that into a ToolResult.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import DefinitionError
 from ..types import ToolKind, ToolRecord, ToolSpec
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 
 class Executor(Protocol):
@@ -33,11 +36,12 @@ class Executor(Protocol):
         """Run from a running event loop; raise ToolTimeout past the timeout."""
 
 
-def default_executors() -> dict[ToolKind, Executor]:
-    """The executors for every kind this installation can run."""
+def default_executors(settings: Settings | None = None) -> dict[ToolKind, Executor]:
+    """The executors for every kind this installation can run, configured by ``settings``."""
+    from .http import HttpExecutor
     from .python import PythonExecutor
 
-    return {ToolKind.PYTHON: PythonExecutor()}
+    return {ToolKind.PYTHON: PythonExecutor(), ToolKind.HTTP: HttpExecutor(settings)}
 
 
 def executor_for(executors: dict[ToolKind, Executor], kind: ToolKind | str) -> Executor:
