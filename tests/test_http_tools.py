@@ -8,6 +8,7 @@ import asyncio
 import json
 import time
 import urllib.parse
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -548,3 +549,11 @@ def test_settings_for_http(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> No
         Settings.load()
     with pytest.raises(tooldb.UsageError, match="must be positive"):
         Settings(http_timeout_s=0)
+
+
+def test_example_manifest_registers(registry: Registry) -> None:
+    outcomes = registry.add_manifest(Path(__file__).parent.parent / "examples" / "http_tools.yaml")
+    assert {o.record.spec.kind for o in outcomes} == {"http"}
+    traced = registry.get("add_pet_traced").spec
+    assert traced.metadata["body"] == {"pet_name": "name", "tag": "tag"}
+    assert registry.get("private_ping").spec.metadata["auth"]["secret"] == "PETS_TOKEN"

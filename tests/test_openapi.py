@@ -428,7 +428,11 @@ def test_cli_add_openapi(store_url: str, pets: PetsServer) -> None:
     text = runner.invoke(
         app, ["--db", store_url, "add", "openapi", f"{pets.url}/openapi.yaml"], env=env
     )
-    assert text.exit_code == 0 and "9 unchanged" in text.stdout and "BEARER_AUTH" in text.stdout
+    assert (
+        text.exit_code == 0
+        and "9 unchanged" in text.stdout
+        and "[secrets] in config): BEARER_AUTH" in text.stdout
+    )
     called = runner.invoke(
         app,
         ["--db", store_url, "call", "showPetById", "--args", '{"pet_id": "2"}', "--json"],

@@ -240,8 +240,8 @@ def add_openapi(
     for warning in found.warnings:
         _out.print(f"  warning  {_text(warning)}")
     if found.secrets:
-        _out.print("secrets read at call time (env var or [secrets] in the config): "
-                   + ", ".join(found.secrets))  # fmt: skip
+        names = ", ".join(found.secrets)
+        _out.print(_text(f"secrets read at call time (env var or [secrets] in config): {names}"))
 
 
 @app.command("list")

@@ -279,20 +279,19 @@ def build_request(plan: HttpPlan, arguments: Mapping[str, Any], secret: SecretLo
     sent safely (empty path segment, header with a line break, missing secret)."""
     args = dict(arguments)
     path = _fill_path(plan.path, {name: args.pop(name, None) for name in plan.path_params})
-    query = _pairs(args, plan.query)
+    url = plan.origin + path + (f"?{plan.fixed_query}" if plan.fixed_query else "")
     headers = [(wire, _header_value(wire, value)) for wire, value in _take(args, plan.headers)]
-    out = Outgoing(plan.method, plan.origin + path, query, [*headers, *plan.fixed_headers.items()])
-    if plan.fixed_query:
-        out.url += "?" + plan.fixed_query
+    out = Outgoing(plan.method, url, _pairs(args, plan.query), headers)
+    out.headers += plan.fixed_headers.items()
     if isinstance(plan.body, str) and plan.body != "*":  # one argument is the whole body
         value = args.pop(plan.body, None)
         if value is not None:
             _set_body(out, plan, value)
-        query += _pairs(args, {name: name for name in args})
+        out.query += _pairs(args, {name: name for name in args})  # the rest: query
     else:
         body = dict(_take(args, plan.body)) if isinstance(plan.body, dict) else {}
         if plan.method in QUERY_METHODS and plan.body != "*":
-            query += _pairs(args, {name: name for name in args})
+            out.query += _pairs(args, {name: name for name in args})
         else:
             body.update(args)
         if body or (plan.body is not None and plan.method not in QUERY_METHODS):
