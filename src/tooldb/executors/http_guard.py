@@ -38,6 +38,10 @@ class HostNotAllowed(ExecutionError):
     """The host (or an address it resolves to) is not allowed by ``http_allowed_hosts``."""
 
 
+class HostUnresolved(ExecutionError):
+    """The host name does not resolve."""
+
+
 @dataclass(frozen=True)
 class HostPolicy:
     """Parsed ``http_allowed_hosts``: decides per host name and per resolved address."""
@@ -110,7 +114,7 @@ class HostPolicy:
             try:
                 infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
             except OSError as exc:
-                raise ExecutionError(f"cannot resolve host {host!r}: {exc}") from None
+                raise HostUnresolved(f"cannot resolve host {host!r}: {exc}") from None
             addresses = _unique(str(info[4][0]) for info in infos)
         self.check_addresses(host, addresses)
         return addresses
@@ -168,7 +172,7 @@ def _getaddrinfo(host: str, port: int) -> list[str]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
-        raise ExecutionError(f"cannot resolve host {host!r}: {exc}") from None
+        raise HostUnresolved(f"cannot resolve host {host!r}: {exc}") from None
     return _unique(str(info[4][0]) for info in infos)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from ..errors import ExecutionError, ToolTimeout
-from .http_guard import HostNotAllowed
+from .http_guard import HostNotAllowed, HostUnresolved
 from .http_plan import Outgoing
 
 MAX_REDIRECTS = 5
@@ -128,11 +128,11 @@ class Transfer:
     # -- errors --------------------------------------------------------------
     def error(self, exc: Exception) -> ExecutionError:
         """Map an exception from httpx or the guard to the tool's error."""
-        if isinstance(exc, HostNotAllowed):
+        if isinstance(exc, HostNotAllowed | HostUnresolved):
             text = str(exc)
             if self.hops:
-                text = f"redirect to {self._shown_url()} refused: {text}"
-            return HostNotAllowed(f"{self.label}: {text}")
+                text = f"redirect to {self._shown_url()}: {text}"
+            return type(exc)(f"{self.label}: {text}")
         if isinstance(exc, httpx.TimeoutException):
             return self.timed_out()
         if isinstance(exc, ExecutionError):
