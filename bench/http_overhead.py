@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with PetsServer() as server, tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'bench.db'}"
-        common = {"url": url, "http_allowed_hosts": ("127.0.0.1",)}
+        common = {"url": url, "http_allowed_hosts": ("127.0.0.1",), "embedder": "none"}
         on = tooldb.open(url, settings=Settings(**common))  # type: ignore[arg-type]
         off = tooldb.open(url, settings=Settings(**common, record_calls=False))  # type: ignore[arg-type]
         on.add({"name": "pet", "kind": "http", "target": f"GET {server.url}/pets/{{pet_id}}",

@@ -39,6 +39,12 @@ def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         "TOOLDB_HTTP_MAX_RESPONSE_BYTES",
     ):
         monkeypatch.delenv(name, raising=False)
+    # The bundled MiniLM is exercised by test_embedders; elsewhere a model-free embedder
+    # keeps registries fast to open.
+    monkeypatch.setenv("TOOLDB_EMBEDDER", "hash")
+    for name in list(os.environ):
+        if name.startswith(("TOOLDB_CONNECTION_", "TOOLDB_MAX_PARALLEL")):
+            monkeypatch.delenv(name)
     monkeypatch.setenv("TOOLDB_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
 
@@ -55,7 +61,7 @@ def postgres_url() -> Iterator[str]:
         admin.execute(f'CREATE DATABASE "{name}"')
     base = PG_ADMIN_URL.rsplit("/", 1)[0]
     url = f"{base}/{name}"
-    store = tooldb.open(url, settings=Settings(url=url))
+    store = tooldb.open(url, settings=Settings(embedder="hash", url=url))
     store.close()
     yield url
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
@@ -64,7 +70,10 @@ def postgres_url() -> Iterator[str]:
 
 def _truncate_postgres(url: str) -> None:
     with psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True) as conn:
-        conn.execute("TRUNCATE tools, tool_versions, calls RESTART IDENTITY CASCADE")
+        conn.execute(
+            "TRUNCATE tools, tool_versions, calls, tool_search, tenant_state, decisions"
+            " RESTART IDENTITY CASCADE"
+        )
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -84,7 +93,7 @@ def sqlite_url(tmp_path: Path) -> str:
 
 @pytest.fixture
 def registry(store_url: str) -> Iterator[Registry]:
-    reg = tooldb.open(store_url, settings=Settings(url=store_url))
+    reg = tooldb.open(store_url, settings=Settings(embedder="hash", url=store_url))
     yield reg
     reg.close()
 
@@ -100,6 +109,7 @@ def pets() -> Iterator[PetsServer]:
 def http_registry(store_url: str) -> Iterator[Registry]:
     """A registry on each backend whose HTTP tools may call 127.0.0.1 (and only that)."""
     settings = Settings(
+        embedder="hash",
         url=store_url,
         http_allowed_hosts=("127.0.0.1",),
         secrets={"PETS_TOKEN": "s3cret-token"},

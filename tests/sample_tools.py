@@ -25,6 +25,11 @@ def echo(text: str) -> str:
     return text
 
 
+def echo_message(message: str) -> str:
+    """Return the message (a healthy twin of ``fail``)."""
+    return message
+
+
 @tool
 def noop() -> None:
     """Do nothing (for overhead measurements)."""

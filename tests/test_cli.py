@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tooldb.cli import app
+from tooldb.stores.migrate import HEAD
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -37,7 +38,7 @@ def url(store_url: str) -> str:
 
 def test_init_creates_then_reports_up_to_date(sqlite_url: str) -> None:
     first = as_json(sqlite_url, "init")
-    assert first["revision_before"] is None and first["revision"] == "0001_initial"
+    assert first["revision_before"] is None and first["revision"] == HEAD
     second = tooldb(sqlite_url, "init")
     assert second.exit_code == 0 and "up to date" in second.stdout
 
@@ -121,9 +122,9 @@ def test_add_manifest_reports_and_rejects(url: str, tmp_path: Path) -> None:
     added = as_json(url, "add", "manifest", str(ROOT / "examples" / "tools.yaml"))["tools"]
     assert {t["status"] for t in added} == {"created"}
     bad = tmp_path / "bad.yaml"
-    bad.write_text("tools:\n  - name: x\n    kind: sql\n    target: SELECT 1\n")
+    bad.write_text("tools:\n  - name: x\n    kind: agent\n    target: helper\n")
     result = tooldb(url, "add", "manifest", str(bad))
-    assert result.exit_code == 2 and "kind 'sql'" in result.stderr
+    assert result.exit_code == 2 and "kind 'agent'" in result.stderr
     missing = tooldb(url, "add", "manifest", str(tmp_path / "nope.yaml"))
     assert missing.exit_code == 2 and "does not exist" in missing.stderr
 

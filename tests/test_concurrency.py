@@ -45,7 +45,7 @@ Report = tuple[int, list[int | None], str | None]  # worker, call ids, error
 def _worker(url: str, worker: int, start: Barrier, results: Queue[Report]) -> None:
     """One process: open the registry, wait for the others, make every planned call."""
     try:
-        registry = tooldb.open(url, settings=Settings(url=url))
+        registry = tooldb.open(url, settings=Settings(embedder="hash", url=url))
         call_ids: list[int | None] = []
         try:
             start.wait(timeout=120)
@@ -106,7 +106,7 @@ def test_processes_leave_every_record_and_exact_statistics(
     monkeypatch.syspath_prepend(str(ROOT))  # spawned workers get this sys.path: tests importable
     total = PROCESSES * CALLS_PER_PROCESS
     failures = PROCESSES * (CALLS_PER_PROCESS // FAIL_EVERY)
-    with tooldb.open(store_url, settings=Settings(url=store_url)) as registry:
+    with tooldb.open(store_url, settings=Settings(embedder="hash", url=store_url)) as registry:
         registry.add_module("tests.sample_tools")
 
     started = time.perf_counter()
@@ -115,7 +115,7 @@ def test_processes_leave_every_record_and_exact_statistics(
 
     assert len(call_ids) == total and None not in call_ids
     assert len(set(call_ids)) == total
-    with tooldb.open(store_url, settings=Settings(url=store_url)) as registry:
+    with tooldb.open(store_url, settings=Settings(embedder="hash", url=store_url)) as registry:
         assert registry.store.count_calls(registry.tenant) == total
         recorded = {
             record.id
@@ -133,7 +133,7 @@ def test_processes_leave_every_record_and_exact_statistics(
 
 def test_threads_share_one_registry_exactly(store_url: str) -> None:
     threads, calls = 8, 100
-    with tooldb.open(store_url, settings=Settings(url=store_url)) as registry:
+    with tooldb.open(store_url, settings=Settings(embedder="hash", url=store_url)) as registry:
         registry.add_module("tests.sample_tools")
         start = threading.Barrier(threads)
         errors: list[BaseException] = []
@@ -162,7 +162,7 @@ import sys
 import tooldb
 
 url = sys.argv[1]
-registry = tooldb.open(url, settings=tooldb.Settings(url=url))
+registry = tooldb.open(url, settings=tooldb.Settings(embedder="hash", url=url))
 i = 0
 while True:  # keep calling: the kill may land in the middle of the next call
     result = registry.call("add", {"a": i})
@@ -174,7 +174,7 @@ while True:  # keep calling: the kill may land in the middle of the next call
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_call_survives_sigkill_right_after_it_returns(sqlite_url: str) -> None:
-    with tooldb.open(sqlite_url, settings=Settings(url=sqlite_url)) as registry:
+    with tooldb.open(sqlite_url, settings=Settings(embedder="hash", url=sqlite_url)) as registry:
         registry.add_module("tests.sample_tools")
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
@@ -199,7 +199,9 @@ def test_call_survives_sigkill_right_after_it_returns(sqlite_url: str) -> None:
         assert line.strip().isdigit(), f"child printed {line!r}: {stderr}"
         confirmed.append(int(line))
 
-        with tooldb.open(sqlite_url, settings=Settings(url=sqlite_url)) as registry:
+        with tooldb.open(
+            sqlite_url, settings=Settings(embedder="hash", url=sqlite_url)
+        ) as registry:
             recorded = {record.id for record in registry.calls(tool="add", limit=1_000_000)}
             assert set(confirmed) <= recorded
             stats = registry.get("add").stats

@@ -277,7 +277,7 @@ def test_auth_refuses_stored_values(registry: Registry) -> None:
 @pytest.fixture
 def guarded(store_url: str) -> Any:
     """A registry with the default policy: public hosts only."""
-    registry = tooldb.open(store_url, settings=Settings(url=store_url))
+    registry = tooldb.open(store_url, settings=Settings(embedder="hash", url=store_url))
     yield registry
     registry.close()
 
@@ -320,13 +320,13 @@ def test_refused_before_any_connection(guarded: Registry, pets: PetsServer) -> N
 
 
 def test_allow_list_names_and_addresses(store_url: str, pets: PetsServer) -> None:
-    by_name = Settings(url=store_url, http_allowed_hosts=("localhost",))
+    by_name = Settings(embedder="hash", url=store_url, http_allowed_hosts=("localhost",))
     with tooldb.open(store_url, settings=by_name) as registry:
         registry.add(http_tool("name", f"GET http://localhost:{pets.port}/pets"))
         registry.add(http_tool("address", f"GET {pets.url}/pets"))
         assert registry.call("name").success
         assert "not allowed" in (registry.call("address").error or "")
-    by_network = Settings(url=store_url, http_allowed_hosts=("127.0.0.0/8",))
+    by_network = Settings(embedder="hash", url=store_url, http_allowed_hosts=("127.0.0.0/8",))
     with tooldb.open(store_url, settings=by_network) as registry:
         assert registry.call("address").success and registry.call("name").success
 
@@ -349,6 +349,7 @@ def test_redirects_are_checked_hop_by_hop(http_registry: Registry, pets: PetsSer
 
 def test_cross_origin_redirect_drops_credentials(store_url: str, pets: PetsServer) -> None:
     settings = Settings(
+        embedder="hash",
         url=store_url,
         http_allowed_hosts=("127.0.0.1", "localhost"),
         secrets={"KEY": "k3y-value", "TOKEN": "s3cret-token"},
@@ -502,7 +503,10 @@ def test_timeout_stops_a_slow_server(http_registry: Registry, pets: PetsServer) 
 
 def test_response_size_cap(store_url: str, pets: PetsServer) -> None:
     settings = Settings(
-        url=store_url, http_allowed_hosts=("127.0.0.1",), http_max_response_bytes=100_000
+        embedder="hash",
+        url=store_url,
+        http_allowed_hosts=("127.0.0.1",),
+        http_max_response_bytes=100_000,
     )
     with tooldb.open(store_url, settings=settings) as registry:
         registry.add(http_tool("big", f"GET {pets.url}/big", {"size": "int", "declared": "int"}))
@@ -519,7 +523,7 @@ def test_cli_call_with_allowed_hosts_from_env(store_url: str, pets: PetsServer) 
 
     from tooldb.cli import app
 
-    with tooldb.open(store_url, settings=Settings(url=store_url)) as registry:
+    with tooldb.open(store_url, settings=Settings(embedder="hash", url=store_url)) as registry:
         registry.add(
             http_tool(
                 "get_pet",

@@ -280,11 +280,13 @@ def test_timeout_alias() -> None:
 # -- through the registry: all or nothing -------------------------------------------
 
 
-def test_sql_kind_is_read_but_rejected_by_the_registry(tmp_path: Path, registry: Registry) -> None:
+def test_sql_tool_that_cannot_run_is_rejected_by_the_registry(
+    tmp_path: Path, registry: Registry
+) -> None:
     query = {"name": "top_customers", "kind": "sql", "target": "SELECT * FROM customers"}
     path = write(tmp_path, "tools.yaml", {"tools": [ADD, query]})
     assert [s.kind for s in read_manifest(path)] == [ToolKind.PYTHON, ToolKind.SQL]
-    with pytest.raises(DefinitionError, match="'sql'"):
+    with pytest.raises(DefinitionError, match="sql tool 'top_customers': returns must be"):
         registry.add_manifest(path)
     assert registry.list(include_disabled=True) == []
 

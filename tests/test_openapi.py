@@ -136,13 +136,13 @@ def test_reimport_is_unchanged_and_url_import(imported: Registry, pets: PetsServ
 
 
 def test_url_import_obeys_the_host_guard(store_url: str, pets: PetsServer) -> None:
-    with tooldb.open(store_url, settings=Settings(url=store_url)) as registry:
+    with tooldb.open(store_url, settings=Settings(embedder="hash", url=store_url)) as registry:
         with pytest.raises(UsageError, match=r"host '127\.0\.0\.1' is not allowed"):
             registry.add_openapi(f"{pets.url}/openapi.yaml")
         with pytest.raises(UsageError, match="is not allowed"):
             registry.add_openapi("http://169.254.169.254/openapi.json")
     assert pets.state.connections == 0
-    allowed = Settings(url=store_url, http_allowed_hosts=("127.0.0.1",))
+    allowed = Settings(embedder="hash", url=store_url, http_allowed_hosts=("127.0.0.1",))
     with (
         tooldb.open(store_url, settings=allowed) as registry,
         pytest.raises(UsageError, match="returned 404"),

@@ -132,7 +132,7 @@ def test_remove_keeps_call_log(registry: Registry) -> None:
 
 
 def test_tenants_see_nothing_of_each_other(store_url: str) -> None:
-    settings = Settings(url=store_url)
+    settings = Settings(embedder="hash", url=store_url)
     with (
         tooldb.open(store_url, "acme", settings=settings) as acme,
         tooldb.open(store_url, "globex", settings=settings) as globex,
@@ -206,8 +206,8 @@ def test_registration_checks_target_and_kind(registry: Registry) -> None:
         registry.add({"name": "x", "target": "no.such.module:f"})
     with pytest.raises(DefinitionError, match="no attribute"):
         registry.add({"name": "x", "target": "tests.sample_tools:missing"})
-    with pytest.raises(DefinitionError, match="kind 'sql' cannot be executed"):
-        registry.add({"name": "x", "kind": "sql", "target": "SELECT 1"})
+    with pytest.raises(DefinitionError, match="kind 'agent' cannot be executed"):
+        registry.add({"name": "x", "kind": "agent", "target": "helper"})
     assert registry.list(include_disabled=True) == []
 
 
@@ -257,7 +257,7 @@ def test_calls_filters_and_limit(registry: Registry) -> None:
 
 
 def test_reopen_sees_everything(store_url: str) -> None:
-    settings = Settings(url=store_url)
+    settings = Settings(embedder="hash", url=store_url)
     with tooldb.open(store_url, settings=settings) as first:
         first.add(sample_tools.add)
         first.call("add", {"a": 1})

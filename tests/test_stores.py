@@ -36,11 +36,51 @@ def test_head_is_the_alembic_head() -> None:
 
 
 def test_migrate_is_idempotent_and_keeps_data(store_url: str) -> None:
-    settings = Settings(url=store_url)
+    settings = Settings(embedder="hash", url=store_url)
     with tooldb.open(store_url, settings=settings) as registry:
         registry.add({"name": "n", "target": "tests.sample_tools:noop"})
         assert registry.init() == (HEAD, HEAD)
         assert registry.get("n").version == 1
+
+
+def test_upgrade_from_0001_keeps_tools_and_makes_them_selectable(store_url: str) -> None:
+    from alembic import command
+    from alembic.config import Config
+    from typer.testing import CliRunner
+
+    from tooldb.cli import app
+
+    store = open_store(store_url)
+    try:
+        with store.engine.begin() as conn:  # type: ignore[attr-defined]
+            config = Config()
+            config.set_main_option("script_location", "tooldb.stores:migrations")
+            config.attributes["connection"] = conn
+            command.upgrade(config, "0001_initial")  # an empty SQLite file
+            command.downgrade(config, "0001_initial")  # the session's PostgreSQL database
+            for tenant in ("default", "acme"):
+                conn.execute(
+                    sa.text(
+                        "INSERT INTO tools (tenant, name, description, category, kind, target,"
+                        " parameters, returns, metadata, version, content_hash, enabled,"
+                        " created_at, updated_at) VALUES (:t, 'old_weather', 'Weather forecast',"
+                        " 'general', 'python', 'tests.sample_tools:noop',"
+                        " '{\"type\": \"object\", \"properties\": {}}', 'json', '{}', 1,"
+                        " 'h', true, 0, 0)"
+                    ),
+                    {"t": tenant},
+                )
+    finally:
+        store.close()
+    result = CliRunner().invoke(app, ["--db", store_url, "init", "--json"])
+    assert result.exit_code == 0, result.output
+    for tenant in ("default", "acme"):
+        settings = Settings(embedder="hash", url=store_url)
+        with tooldb.open(store_url, tenant, settings=settings) as registry:
+            assert registry.get("old_weather").version == 1
+            assert registry.embed() == 1
+            selection = registry.select("weather forecast", k=1)
+            assert selection.names == ["old_weather"] and selection.notes == []
 
 
 def test_registry_with_unknown_revision_is_refused(sqlite_url: str) -> None:

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -38,7 +39,7 @@ app = typer.Typer(
     context_settings={"terminal_width": 100, "max_content_width": 100},
 )
 add_app = typer.Typer(
-    help="Register tools from Python modules, manifests or OpenAPI documents.",
+    help="Register tools from Python modules, manifests, MCP servers or OpenAPI documents.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -137,6 +138,20 @@ def _text(value: str) -> str:
     return escape(value)
 
 
+def _table(*columns: str) -> Table:
+    """A table whose last column alone wraps when the terminal is narrow.
+
+    Rich shrinks wrappable columns first; with every column wrappable but a long
+    no-wrap one, the short columns collapsed to nothing in an 80-column terminal.
+    """
+    table = Table()
+    *fixed, flexible = columns
+    for column in fixed:
+        table.add_column(column, no_wrap=True)
+    table.add_column(flexible, overflow="fold", min_width=24)
+    return table
+
+
 # -- commands -----------------------------------------------------------------
 @app.command()
 def init(as_json: JsonOpt = False) -> None:
@@ -152,12 +167,25 @@ def init(as_json: JsonOpt = False) -> None:
             url = store.url
         finally:
             store.close()
+        if before is not None and before != after:
+            # Tools registered before selection existed get their search texts now.
+            with open_registry(settings.resolved_url, settings=settings) as registry:
+                for tenant in registry.store.tenants():
+                    registry.for_tenant(tenant).refresh_documents()
     if as_json:
         _print_json({"url": url, "revision_before": before, "revision": after})
     elif before == after:
         _out.print(f"registry {_text(url)} is up to date (schema {after})")
     else:
         _out.print(f"registry {_text(url)} upgraded from {before or 'empty'} to {after}")
+
+
+def _warn_embedding(registry: Registry) -> None:
+    if registry.embedding_error:
+        sys.stderr.write(
+            f"warning: tools registered but not embedded ({registry.embedding_error}); "
+            "they are selected by words until `tooldb embed` succeeds\n"
+        )
 
 
 def _report_added(outcomes: list[PutOutcome], as_json: bool) -> None:
@@ -201,9 +229,42 @@ def add_manifest(
     file: Annotated[Path, typer.Argument(help="YAML, JSON or JSON Lines manifest.")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Register the tools of a manifest (all or none)."""
+    """Register the tools of a manifest (all or none), then embed the new ones."""
+    from .cli_select import embedding_progress
+
+    with _registry(as_json) as registry, embedding_progress(as_json) as progress:
+        outcomes = registry.add_manifest(file, progress=progress)
+    _report_added(outcomes, as_json)
+    _warn_embedding(registry)
+
+
+@add_app.command("mcp")
+def add_mcp(
+    name: Annotated[str, typer.Option("--name", help="Server name; its tools become NAME__TOOL.")],
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(help="Server command and its arguments, after `--` (stdio server)."),
+    ] = None,
+    url: Annotated[
+        str | None, typer.Option(help="Streamable HTTP endpoint, instead of a command.")
+    ] = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option("--env", help="Environment variable passed to the server (repeatable)."),
+    ] = None,
+    category: Annotated[str | None, typer.Option(help="Category (default: NAME).")] = None,
+    timeout: Annotated[
+        float | None, typer.Option(help="Seconds before a call to one of its tools is stopped.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Register every tool of an MCP server: `add mcp --name NAME -- COMMAND ARGS...`
+    or `add mcp --name NAME --url URL`."""
     with _registry(as_json) as registry:
-        outcomes = registry.add_manifest(file)
+        outcomes = registry.add_mcp(
+            name, command=command or None, url=url, env=env or (), category=category,
+            timeout_s=timeout,
+        )  # fmt: skip
     _report_added(outcomes, as_json)
 
 
@@ -257,8 +318,7 @@ def list_tools(
     if as_json:
         _print_json({"tools": [t.summary() for t in tools]})
         return
-    table = Table("name", "category", "kind", "v", "enabled", "calls", "success")
-    table.add_column("description", no_wrap=True, overflow="ellipsis", max_width=60)
+    table = _table("name", "category", "kind", "v", "enabled", "calls", "success", "description")
     for t in tools:
         table.add_row(
             _text(t.name), _text(t.spec.category), t.spec.kind.value, str(t.version),
@@ -371,7 +431,7 @@ def stats(as_json: JsonOpt = False) -> None:
             {"tools": [{"name": t.name, "enabled": t.enabled, **t.stats.summary()} for t in tools]}
         )
         return
-    table = Table("name", "calls", "success", "avg ms", "last used", "enabled")
+    table = _table("name", "calls", "success", "avg ms", "last used", "enabled")
     for t in tools:
         s = t.stats
         table.add_row(
@@ -394,7 +454,7 @@ def calls(
     if as_json:
         _print_json({"calls": [r.model_dump(mode="json") for r in records]})
         return
-    table = Table("id", "started", "tool", "v", "ok", "ms", "error")
+    table = _table("id", "started", "tool", "v", "ok", "ms", "error")
     for r in records:
         table.add_row(str(r.id), _when(r.started_at), _text(r.tool_name), str(r.tool_version),
                       "yes" if r.success else "no", _ms(r.duration_ms),
@@ -402,5 +462,39 @@ def calls(
     _out.print(table)
 
 
+class McpTransport(StrEnum):
+    stdio = "stdio"
+    http = "http"
+
+
+@app.command("mcp")
+def mcp_serve(
+    transport: Annotated[
+        McpTransport, typer.Option(help="stdio, or streamable HTTP at http://HOST:PORT/mcp.")
+    ] = McpTransport.stdio,
+    host: Annotated[str, typer.Option(help="HTTP address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="HTTP port.")] = 8000,
+    category: Annotated[str | None, typer.Option(help="Offer only this category.")] = None,
+    tenant: Annotated[
+        str | None, typer.Option("--tenant", help="Serve this tenant (overrides the global one).")
+    ] = None,
+) -> None:
+    """Serve the registry's enabled tools to MCP clients; calls are bound, run and recorded."""
+    from .mcp_server import RegistryTools, require_sdk, serve_http, serve_stdio
+
+    with _errors():
+        require_sdk()
+    _state.tenant = tenant or _state.tenant
+    with _registry(False) as registry:
+        source = RegistryTools(registry, category)
+        if transport is McpTransport.http:
+            serve_http(source, host, port)
+        else:
+            serve_stdio(source)
+
+
 def main() -> None:
     app()
+
+
+from . import cli_select  # noqa: E402,F401  (registers the selection commands on ``app``)

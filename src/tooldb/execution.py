@@ -8,15 +8,17 @@ stage.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic_core import to_jsonable_python
 
 from .errors import ExecutionError, ToolTimeout
-from .executors import Executor
+from .executors import Executor, Rendered
 from .types import BoundCall, ErrorKind, Returns, ToolResult
 
 
@@ -41,16 +43,34 @@ def execute(executor: Executor, call: BoundCall, timeout_s: float | None) -> Out
     return _succeeded(value, call.tool.spec.returns, start, started_at)
 
 
-async def aexecute(executor: Executor, call: BoundCall, timeout_s: float | None) -> Outcome:
+async def aexecute(
+    executor: Executor,
+    call: BoundCall,
+    timeout_s: float | None,
+    on_cancel: Callable[[Outcome], None] | None = None,
+) -> Outcome:
+    """``execute`` from a running loop. When the awaiting task is cancelled, the
+    cancellation propagates (asyncio requires it) after ``on_cancel`` has been given
+    a failed outcome of kind CANCELLED, so the call can still be recorded."""
     started_at = time.time()
     start = time.perf_counter()
     try:
         executor.prepare(call.tool)
         start = time.perf_counter()
         value = await executor.arun(call.tool, call.arguments, timeout_s)
+    except asyncio.CancelledError:
+        if on_cancel is not None:
+            on_cancel(_cancelled(call, start, started_at))
+        raise
     except Exception as exc:
         return _failed(exc, start, started_at)
     return _succeeded(value, call.tool.spec.returns, start, started_at)
+
+
+def _cancelled(call: BoundCall, start: float, started_at: float) -> Outcome:
+    duration_ms = (time.perf_counter() - start) * 1000
+    text = f"call of tool {call.tool.name!r} was cancelled by the caller after {duration_ms:.0f} ms"
+    return Outcome(ToolResult.failure(text, duration_ms), ErrorKind.CANCELLED, started_at)
 
 
 def _succeeded(value: Any, returns: Returns, start: float, started_at: float) -> Outcome:
@@ -76,6 +96,8 @@ def _failed(exc: Exception, start: float, started_at: float) -> Outcome:
 
 def render(value: Any, returns: Returns) -> tuple[str, Any]:
     """(output for a model, structured data) for a tool's return value."""
+    if isinstance(value, Rendered):
+        return value.output, to_jsonable_python(value.data, fallback=repr)
     data = to_jsonable_python(value, fallback=repr)
     if value is None:
         return "", None

@@ -15,21 +15,31 @@ from typing import Any
 
 from .binding import Binder
 from .decorators import SPEC_ATTRIBUTE, spec_from_function, tools_of_module
-from .errors import ArgumentError, NotFound, StoreError, ToolDisabled, UsageError
+from .embedders import Embedder, open_embedder
+from .embedding import Progress, embed_pending
+from .errors import ArgumentError, NotFound, StoreError, ToolDBError, ToolDisabled, UsageError
 from .execution import Outcome, aexecute, execute
-from .executors import Executor, default_executors, executor_for
+from .executors import Closeable, Executor, default_executors, executor_for
 from .executors.http import HttpExecutor
+from .executors.mcp import McpExecutor
 from .executors.python import PythonExecutor
+from .executors.threads import reserve as reserve_threads
+from .executors.threads import run_blocking
 from .manifests import read_manifest, spec_from_mapping
 from .openapi import OpenAPIImport, read_openapi
-from .recording import Recorder
+from .parallel import run_many, run_sync
+from .recording import Recorder, storable_text
+from .selection import Filters, Selector, Weights, check_request
 from .settings import Settings
-from .stores import PutOutcome, Store, ToolHead, open_store
+from .stores import PutOutcome, SQLStore, Store, ToolHead, open_store
 from .stores.migrate import HEAD
+from .tool_index import ToolIndex
+from .tooltext import tool_document
 from .types import (
     BoundCall,
     CallRecord,
     ErrorKind,
+    Selection,
     ToolKind,
     ToolRecord,
     ToolResult,
@@ -58,9 +68,20 @@ class Registry:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         self.store = store
-        self.executors = executors if executors is not None else default_executors(self.settings)
+        self._owns_executors = executors is None
+        self.executors = (
+            executors
+            if executors is not None
+            else default_executors(self.settings, _unmasked_url(store, self.settings))
+        )
+        reserve_threads(self.settings.max_parallel_calls)
         self.recorder = Recorder(store, self.settings, self.tenant)
         self._bound: dict[tuple[int, str], tuple[ToolRecord, Binder]] = {}
+        self._embedder: Embedder | None = None
+        self._embedder_loaded = False
+        self._selector: Selector | None = None
+        #: Why the last registration could not embed its tools (None when it could).
+        self.embedding_error: str | None = None
 
     # -- lifecycle -----------------------------------------------------------
     def init(self) -> tuple[str | None, str]:
@@ -68,12 +89,14 @@ class Registry:
         return self.store.migrate()
 
     def close(self) -> None:
-        """Close the store and the executors' connections (HTTP client pools)."""
-        for executor in self.executors.values():
-            close = getattr(executor, "close", None)
-            if callable(close):
-                close()
-        self.store.close()
+        """Close the store and the executors this registry created (sessions, pools)."""
+        try:
+            if self._owns_executors:
+                for executor in self.executors.values():
+                    if isinstance(executor, Closeable):
+                        executor.close()
+        finally:
+            self.store.close()
 
     def __enter__(self) -> Registry:
         return self
@@ -105,9 +128,11 @@ class Registry:
             raise UsageError(f"module {module_name!r} has no @tool functions")
         return self.register([spec for spec, _ in found])
 
-    def add_manifest(self, path: str | Path) -> list[PutOutcome]:
+    def add_manifest(
+        self, path: str | Path, *, progress: Progress | None = None
+    ) -> list[PutOutcome]:
         """Register every tool of a YAML/JSON/JSONL manifest, all or none."""
-        return self.register(read_manifest(path))
+        return self.register(read_manifest(path), progress=progress)
 
     def add_openapi(
         self,
@@ -116,6 +141,7 @@ class Registry:
         base_url: str | None = None,
         category: str | None = None,
         auth_secret: str | None = None,
+        progress: Progress | None = None,
     ) -> OpenAPIImport:
         """Register every operation of an OpenAPI 3 document (a file, an http(s) URL fetched
         through the host guard, or a mapping) as an http tool; all or none."""
@@ -129,13 +155,141 @@ class Registry:
             category=category,
             auth_secret=auth_secret,
         )
-        return replace(found, outcomes=self.register(found.specs))
+        return replace(found, outcomes=self.register(found.specs, progress=progress))
 
-    def register(self, specs: Sequence[ToolSpec]) -> list[PutOutcome]:
-        """Check each spec can run here, then write them in one transaction."""
+    def add_mcp(
+        self,
+        name: str,
+        *,
+        command: Sequence[str] | None = None,
+        url: str | None = None,
+        env: Sequence[str] = (),
+        category: str | None = None,
+        timeout_s: float | None = None,
+    ) -> list[PutOutcome]:
+        """Connect to an MCP server (a stdio ``command`` or a streamable-HTTP ``url``), list
+        its tools and register each as ``NAME__TOOL`` (kind ``mcp``, schema from the server).
+
+        ``env`` names environment variables passed through to a stdio server at start.
+        """
+        from .mcp_config import ServerConfig
+        from .mcp_import import import_server
+
+        if (command is None) == (url is None):
+            raise UsageError("give an MCP server command or a url, not both or neither")
+        if url is not None and env:
+            raise UsageError("env passes variables to a stdio server; an HTTP server has none")
+        config = (
+            ServerConfig.http(url) if url is not None else ServerConfig.stdio(command or [], env)
+        )
+        specs = import_server(
+            self._mcp().sessions, name, config, category=category, timeout_s=timeout_s
+        )
+        return self.register(specs)
+
+    def register(
+        self, specs: Sequence[ToolSpec], *, embed: bool = True, progress: Progress | None = None
+    ) -> list[PutOutcome]:
+        """Check each spec can run here, write them in one transaction, then embed the new
+        and changed ones (an embedder failure leaves them registered, ranked by words until
+        ``embed`` succeeds; ``embedding_error`` says why)."""
         for spec in specs:
             executor_for(self.executors, spec.kind).check(spec)
-        return self.store.put_tools(self.tenant, specs)
+        outcomes = self.store.put_tools(self.tenant, specs, [tool_document(s) for s in specs])
+        if embed:
+            changed = sum(1 for outcome in outcomes if outcome.status != "unchanged")
+            try:
+                self.embed(progress=progress, total=changed)
+                self.embedding_error = None
+            except (ToolDBError, OSError) as exc:
+                self.embedding_error = str(exc)
+        return outcomes
+
+    # -- selection -----------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder | None:
+        """The configured embedder (loaded on first use), None for lexical-only selection."""
+        if not self._embedder_loaded:
+            self._embedder = open_embedder(
+                self.settings.embedder,
+                url=self.settings.embedder_url or None,
+                api_key_env=self.settings.embedder_api_key_env,
+            )
+            self._embedder_loaded = True
+        return self._embedder
+
+    def embed(
+        self, *, progress: Progress | None = None, total: int | None = None, rebuild: bool = False
+    ) -> int:
+        """Embed every tool that has no vector from the current embedder; returns how many.
+
+        ``rebuild`` first rewrites every tool's search text (after an upgrade changed how
+        tools are described), which re-embeds those whose text changed.
+        """
+        if rebuild:
+            self.refresh_documents()
+        embedder = self.embedder
+        if embedder is None:
+            return 0
+        if total is None:
+            counts = self.store.embedding_counts(self.tenant)
+            total = sum(n for name, n in counts.items() if name != embedder.id)
+        return embed_pending(self.store, self.tenant, embedder, total=total, progress=progress)
+
+    def for_tenant(self, tenant: str) -> Registry:
+        """Another tenant's view of the same store and settings (shares the connection pool)."""
+        return Registry(self.store, self.settings, tenant=tenant, executors=self.executors)
+
+    def refresh_documents(self) -> int:
+        """Rewrite every tool's search text (after an upgrade); returns how many changed."""
+        tools = self.list(include_disabled=True)
+        return self.store.reset_documents(
+            self.tenant, [(t.id, tool_document(t.spec)) for t in tools]
+        )
+
+    @property
+    def selector(self) -> Selector:
+        if self._selector is None:
+            embedder = self.embedder
+            dim = embedder.dim if embedder is not None else 0
+            if embedder is not None and not dim:  # learned on first use (remote embedders)
+                dim = int(embedder.embed(["dimension probe"]).shape[1])
+            index = ToolIndex(self.store, self.tenant, embedder.id if embedder else None, dim)
+            self._selector = Selector(index, embedder, Weights.from_settings(self.settings))
+        return self._selector
+
+    def select(
+        self,
+        task: str,
+        k: int = 5,
+        *,
+        category: str | None = None,
+        kind: str | None = None,
+        names: Sequence[str] | None = None,
+        run_id: str | None = None,
+        record: bool | None = None,
+    ) -> Selection:
+        """The ``k`` enabled tools most likely to do ``task``, best first, each with the
+        components of its score; recorded as a decision unless ``record`` is False."""
+        task = check_request(task, k)
+        filters = Filters(category, kind, list(names) if names is not None else None)
+        selection = self.selector.select(task, k, filters)
+        if self.settings.record_decisions if record is None else record:
+            selection.decision_id = self.store.record_decision(
+                {
+                    "tenant": self.tenant,
+                    "run_id": run_id,
+                    "task": storable_text(task[:10_000]) or "",
+                    "k": k,
+                    "filters": filters.as_json(),
+                    "candidates": [c.model_dump(mode="json") for c in selection.candidates],
+                    "chosen": selection.candidates[0].name if selection.candidates else None,
+                    "embedder": selection.embedder,
+                    "duration_ms": selection.duration_ms,
+                    "created_at": time.time(),
+                }
+            )
+        return selection
 
     def _to_spec(self, item: ToolLike) -> ToolSpec:
         if isinstance(item, ToolSpec):
@@ -154,6 +308,12 @@ class Registry:
         executor = self.executors.get(ToolKind.PYTHON)
         if not isinstance(executor, PythonExecutor):
             raise UsageError("this registry has no Python executor")
+        return executor
+
+    def _mcp(self) -> McpExecutor:
+        executor = self.executors.get(ToolKind.MCP)
+        if not isinstance(executor, McpExecutor):
+            raise UsageError("this registry has no MCP executor")
         return executor
 
     # -- reading and managing ------------------------------------------------
@@ -242,11 +402,68 @@ class Registry:
         run_id: str | None = None,
         timeout_s: float | None = None,
     ) -> ToolResult:
-        """``call`` for code already inside an event loop."""
-        bound = self._bind_recording_rejects(name, arguments, run_id)
+        """``call`` for code already inside an event loop.
+
+        The store's reads and the record's commit run in worker threads, so concurrent
+        calls (``acall_many``) do not wait on each other's database round trips. If the
+        awaiting task is cancelled while the tool runs, the call is recorded as cancelled.
+        """
+        bound = await run_blocking(self._bind_recording_rejects, name, arguments, run_id)
         timeout = self._timeout(bound.tool, timeout_s)
-        outcome = await aexecute(self._executor(bound.tool), bound, timeout)
-        return self._finish(bound, outcome, run_id)
+
+        def record_cancelled(outcome: Outcome) -> None:
+            self._finish(bound, outcome, run_id)
+
+        outcome = await aexecute(self._executor(bound.tool), bound, timeout, record_cancelled)
+        return await run_blocking(self._finish, bound, outcome, run_id)
+
+    async def acall_many(
+        self,
+        requests: Sequence[tuple[str, Any]],
+        *,
+        run_id: str | None = None,
+        timeout_s: float | None = None,
+        max_parallel: int | None = None,
+        max_parallel_per_tool: int | None = None,
+    ) -> builtins.list[ToolResult]:
+        """Run independent calls concurrently; one ToolResult per request, in request order.
+
+        Nothing in the batch raises: an unknown or disabled tool or arguments that do not
+        bind come back as a failed ToolResult in their slot, and one failure cancels
+        nothing else. At most ``max_parallel`` calls run at once (default: the
+        ``max_parallel_calls`` setting) and at most ``max_parallel_per_tool`` of any one
+        tool (setting ``max_parallel_per_tool``). If the caller cancels (e.g. through
+        ``asyncio.wait_for``), running calls are stopped and recorded as cancelled;
+        queued ones never start. See ``parallel.py``.
+        """
+        return await run_many(
+            self,
+            requests,
+            run_id=run_id,
+            timeout_s=timeout_s,
+            max_parallel=max_parallel,
+            max_parallel_per_tool=max_parallel_per_tool,
+        )
+
+    def call_many(
+        self,
+        requests: Sequence[tuple[str, Any]],
+        *,
+        run_id: str | None = None,
+        timeout_s: float | None = None,
+        max_parallel: int | None = None,
+        max_parallel_per_tool: int | None = None,
+    ) -> builtins.list[ToolResult]:
+        """``acall_many`` from synchronous code (also from inside a running event loop)."""
+        return run_sync(
+            self.acall_many(
+                requests,
+                run_id=run_id,
+                timeout_s=timeout_s,
+                max_parallel=max_parallel,
+                max_parallel_per_tool=max_parallel_per_tool,
+            )
+        )
 
     def _bind_recording_rejects(self, name: str, arguments: Any, run_id: str | None) -> BoundCall:
         tool, binder = self._resolve(name)
@@ -297,6 +514,13 @@ class Registry:
 
     def _not_found(self, name: str) -> NotFound:
         return NotFound(f"no tool named {name!r} in tenant {self.tenant!r}")
+
+
+def _unmasked_url(store: Store, settings: Settings) -> str | None:
+    """The registry database's URL with its password, for SQL tools on ``registry``."""
+    if isinstance(store, SQLStore):
+        return store.engine.url.render_as_string(hide_password=False)
+    return settings.url
 
 
 def open_registry(

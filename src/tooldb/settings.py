@@ -1,8 +1,11 @@
 """Configuration: defaults, overridden by a TOML file, overridden by ``TOOLDB_*`` env vars.
 
 The file is ``$TOOLDB_CONFIG`` or ``config.toml`` in the user config directory,
-with top-level keys named like the fields below (``url``, ``default_timeout_s``...)
-and an optional ``[secrets]`` table (values of the names HTTP tools' auth refers to).
+with top-level keys named like the fields below (``url``, ``default_timeout_s``...).
+Named database connections for SQL tools are a ``[connections]`` table
+(``name = "sqlalchemy-url"``) or ``TOOLDB_CONNECTION_<NAME>=url`` variables; each
+source adds to (and by name overrides) the connections of the sources before it.
+HTTP tools' secrets are a ``[secrets]`` table (``NAME = "value"``), merged the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ import platformdirs
 from .errors import UsageError
 
 APP_NAME = "tooldb"
+#: The connection name that always means the registry's own database.
+REGISTRY_CONNECTION = "registry"
+_CONNECTION_ENV_PREFIX = "TOOLDB_CONNECTION_"
 
 
 def default_data_dir() -> Path:
@@ -40,6 +46,24 @@ class Settings:
     record_calls: bool = True
     record_output_chars: int = 4096
     sqlite_busy_timeout_s: float = 60.0
+    #: auto (local MiniLM if installed, else none), local, hash[:DIM], openai:MODEL, none.
+    embedder: str = "auto"
+    embedder_url: str = ""
+    embedder_api_key_env: str = "OPENAI_API_KEY"
+    #: Selection: relevance fusion weights (dense + lexical), then performance terms.
+    select_dense_weight: float = 0.6
+    select_lexical_weight: float = 0.4
+    select_success_weight: float = 0.3
+    select_latency_weight: float = 0.05
+    #: Pseudo-calls of prior belief in a new tool's success (smoothing), and that belief.
+    select_prior_calls: float = 5.0
+    select_prior_success: float = 0.9
+    #: A tool this slow (average ms) gets half the latency score.
+    select_latency_ref_ms: float = 1000.0
+    record_decisions: bool = True
+    max_parallel_calls: int = 16
+    max_parallel_per_tool: int = 8
+    connections: dict[str, str] = field(default_factory=dict)
     # HTTP tools: host patterns that may be called ("public" = any host whose every
     # address is public; see executors/http_guard.py), a per-request time cap and a
     # response size cap enforced while streaming.
@@ -74,17 +98,36 @@ class Settings:
         for key, raw in values.items():
             if key not in known:
                 raise UsageError(f"unknown setting {key!r} from {source}")
-            changes[key] = _coerce(key, raw, type(getattr(self, key)), source)
+            if key == "connections":
+                changes[key] = {**self.connections, **_connections(raw, source)}
+            elif key == "secrets":
+                changes[key] = {**self.secrets, **_string_table(key, raw, source)}
+            else:
+                changes[key] = _coerce(key, raw, type(getattr(self, key)), source)
         return replace(self, **changes)
 
 
+def _connections(raw: Any, source: str) -> dict[str, str]:
+    """Connection names to URLs; ``registry`` is reserved for the registry's own database."""
+    if not isinstance(raw, dict):
+        raise UsageError(f"setting 'connections' from {source} must be a table of name = URL")
+    for name, url in raw.items():
+        if not isinstance(name, str) or not name or not isinstance(url, str) or not url:
+            raise UsageError(
+                f"connection {name!r} from {source} must map a name to a URL string, got {url!r}"
+            )
+        if name == REGISTRY_CONNECTION:
+            raise UsageError(
+                f"connection name {name!r} from {source} is reserved for the registry's database"
+            )
+    return dict(raw)
+
+
 def _coerce(key: str, raw: Any, kind: type, source: str) -> Any:
-    if key == "url":
+    if key == "url" or kind is str:
         return str(raw)
     if kind is tuple:
         return _string_list(key, raw, source)
-    if kind is dict:
-        return _string_table(key, raw, source)
     try:
         if kind is bool and isinstance(raw, str):
             lowered = raw.strip().lower()
@@ -135,6 +178,11 @@ _ENV_KEYS = {
     "TOOLDB_DEFAULT_TIMEOUT": "default_timeout_s",
     "TOOLDB_RECORD_CALLS": "record_calls",
     "TOOLDB_RECORD_OUTPUT_CHARS": "record_output_chars",
+    "TOOLDB_EMBEDDER": "embedder",
+    "TOOLDB_EMBEDDER_URL": "embedder_url",
+    "TOOLDB_RECORD_DECISIONS": "record_decisions",
+    "TOOLDB_MAX_PARALLEL_CALLS": "max_parallel_calls",
+    "TOOLDB_MAX_PARALLEL_PER_TOOL": "max_parallel_per_tool",
     "TOOLDB_HTTP_ALLOWED_HOSTS": "http_allowed_hosts",
     "TOOLDB_HTTP_TIMEOUT": "http_timeout_s",
     "TOOLDB_HTTP_MAX_RESPONSE_BYTES": "http_max_response_bytes",
@@ -142,4 +190,14 @@ _ENV_KEYS = {
 
 
 def _read_env() -> dict[str, Any]:
-    return {key: os.environ[env] for env, key in _ENV_KEYS.items() if os.environ.get(env)}
+    values: dict[str, Any] = {
+        key: os.environ[env] for env, key in _ENV_KEYS.items() if os.environ.get(env)
+    }
+    connections = {
+        env[len(_CONNECTION_ENV_PREFIX) :].lower(): url
+        for env, url in os.environ.items()
+        if env.startswith(_CONNECTION_ENV_PREFIX) and len(env) > len(_CONNECTION_ENV_PREFIX) and url
+    }
+    if connections:
+        values["connections"] = connections
+    return values

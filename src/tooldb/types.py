@@ -241,3 +241,41 @@ class CallRecord(BaseModel):
     output_preview: str | None
     duration_ms: float
     started_at: float
+
+
+class Candidate(BaseModel):
+    """One selected tool with every component of its score (selection explains itself).
+
+    ``dense`` is the cosine of task and tool (None without embeddings), ``lexical`` the
+    BM25 score, ``relevance`` their fusion, ``success`` the smoothed success rate,
+    ``latency`` a 0-1 speed score, ``final`` what the ranking sorts by.
+    """
+
+    name: str
+    rank: int
+    final: float
+    relevance: float
+    dense: float | None
+    lexical: float
+    success: float
+    latency: float
+    calls: int
+    category: str
+    kind: str
+    description: str = ""
+
+
+class Selection(BaseModel):
+    """What ``Registry.select`` returns: ranked candidates, the decision id, and notes
+    (e.g. lexical-only because no embedder, or tools still waiting for embeddings)."""
+
+    task: str
+    candidates: list[Candidate]
+    decision_id: int | None = None
+    embedder: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    duration_ms: float = 0.0
+
+    @property
+    def names(self) -> list[str]:
+        return [candidate.name for candidate in self.candidates]

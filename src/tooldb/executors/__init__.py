@@ -3,18 +3,33 @@
 An executor validates a target when a tool is registered (``check``) and runs a
 bound call (``run`` from synchronous code, ``arun`` from a running event loop),
 enforcing the timeout it is given and raising ``ToolTimeout`` past it. It
-returns the tool's raw value; ``execution`` turns that into a ToolResult.
+returns the tool's raw value, or a ``Rendered`` when it already knows both the
+text a model reads and the structured data; ``execution`` turns that into a
+ToolResult. An executor that holds resources (sessions, pools) defines
+``close()``, which ``Registry.close`` calls.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import DefinitionError
 from ..types import ToolKind, ToolRecord, ToolSpec
 
 if TYPE_CHECKING:
     from ..settings import Settings
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A value its executor has already rendered: ``output`` for a model, JSON ``data``.
+
+    ``execution.render`` passes it through unchanged instead of guessing a rendering.
+    """
+
+    output: str
+    data: Any = None
 
 
 class Executor(Protocol):
@@ -36,12 +51,35 @@ class Executor(Protocol):
         """Run from a running event loop; raise ToolTimeout past the timeout."""
 
 
-def default_executors(settings: Settings | None = None) -> dict[ToolKind, Executor]:
-    """The executors for every kind this installation can run, configured by ``settings``."""
-    from .http import HttpExecutor
-    from .python import PythonExecutor
+@runtime_checkable
+class Closeable(Protocol):
+    """An executor holding resources (sessions, connection pools) that the registry releases."""
 
-    return {ToolKind.PYTHON: PythonExecutor(), ToolKind.HTTP: HttpExecutor(settings)}
+    def close(self) -> None: ...
+
+
+def default_executors(
+    settings: Settings | None = None, store_url: str | None = None
+) -> dict[ToolKind, Executor]:
+    """The executors for every kind this installation can run.
+
+    ``settings`` and ``store_url`` (the registry's own database, unmasked) configure
+    the kinds that need them: SQL tools reach named connections and the registry.
+    """
+    from ..settings import Settings
+    from .http import HttpExecutor
+    from .mcp import McpExecutor
+    from .python import PythonExecutor
+    from .script import ScriptExecutor
+    from .sql import SQLExecutor
+
+    return {
+        ToolKind.PYTHON: PythonExecutor(),
+        ToolKind.SQL: SQLExecutor(settings or Settings(), store_url),
+        ToolKind.SCRIPT: ScriptExecutor(),
+        ToolKind.MCP: McpExecutor(),
+        ToolKind.HTTP: HttpExecutor(settings),
+    }
 
 
 def executor_for(executors: dict[ToolKind, Executor], kind: ToolKind | str) -> Executor:

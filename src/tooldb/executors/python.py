@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import DefinitionError, ExecutionError, ToolTimeout
 from ..types import ToolKind, ToolRecord, ToolSpec
 from .deadline import DeadlineExceeded, deadline
+from .threads import run_blocking
 
 
 class PythonExecutor:
@@ -64,7 +65,7 @@ class PythonExecutor:
         func = self._callable(tool)
         if inspect.iscoroutinefunction(func):
             return await self._run_async(tool, func, arguments, timeout_s)
-        return await asyncio.to_thread(self.run, tool, arguments, timeout_s)
+        return await run_blocking(self.run, tool, arguments, timeout_s)
 
     async def _run_async(
         self,

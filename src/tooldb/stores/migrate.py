@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-HEAD = "0001_initial"
+HEAD = "0002_selection"
 VERSION_TABLE = "alembic_version"
 
 

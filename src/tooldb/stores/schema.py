@@ -40,9 +40,43 @@ tools = sa.Table(
     sa.Column("success_count", sa.BigInteger, nullable=False, server_default="0"),
     sa.Column("total_duration_ms", sa.Float, nullable=False, server_default="0"),
     sa.Column("last_used", sa.Float, nullable=True),
+    # The tenant generation at the tool's last change (definition, state or embedding):
+    # in-process indexes reload only rows past the generation they last saw.
+    sa.Column("change_seq", sa.BigInteger, nullable=False, server_default="0"),
     sa.UniqueConstraint("tenant", "name", name="uq_tools_tenant_name"),
 )
 sa.Index("ix_tools_tenant_category", tools.c.tenant, tools.c.category)
+sa.Index("ix_tools_tenant_change_seq", tools.c.tenant, tools.c.change_seq)
+
+#: One row per tenant: ``generation`` grows with every change to its tools, ``removals``
+#: with every removal (an index that sees removals changed reloads in full).
+tenant_state = sa.Table(
+    "tenant_state",
+    metadata,
+    sa.Column("tenant", sa.Text, primary_key=True),
+    sa.Column("generation", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("removals", sa.BigInteger, nullable=False, server_default="0"),
+)
+
+#: What selection searches: the tool's document text, and its embedding under one
+#: embedder (switching embedder replaces the vector, never mixes spaces).
+tool_search = sa.Table(
+    "tool_search",
+    metadata,
+    sa.Column(
+        "tool_id",
+        BigId,
+        sa.ForeignKey("tools.id", ondelete="CASCADE", name="fk_tool_search_tool"),
+        primary_key=True,
+    ),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("text_hash", sa.Text, nullable=False),
+    sa.Column("embedder", sa.Text, nullable=True),
+    sa.Column("dim", sa.Integer, nullable=True),
+    sa.Column("vector", sa.LargeBinary, nullable=True),
+    sa.Column("embedded_at", sa.Float, nullable=True),
+)
+sa.Index("ix_tool_search_embedder", tool_search.c.embedder)
 
 tool_versions = sa.Table(
     "tool_versions",
@@ -85,3 +119,22 @@ calls = sa.Table(
 sa.Index("ix_calls_tenant_started", calls.c.tenant, calls.c.started_at)
 sa.Index("ix_calls_tenant_tool_started", calls.c.tenant, calls.c.tool_name, calls.c.started_at)
 sa.Index("ix_calls_run", calls.c.run_id)
+
+#: Every selection: the task, the candidates with their component scores, the choice.
+decisions = sa.Table(
+    "decisions",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("run_id", sa.Text, nullable=True),
+    sa.Column("task", sa.Text, nullable=False),
+    sa.Column("k", sa.Integer, nullable=False),
+    sa.Column("filters", Json, nullable=False),
+    sa.Column("candidates", Json, nullable=False),
+    sa.Column("chosen", sa.Text, nullable=True),
+    sa.Column("embedder", sa.Text, nullable=True),
+    sa.Column("duration_ms", sa.Float, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+sa.Index("ix_decisions_tenant_created", decisions.c.tenant, decisions.c.created_at)
+sa.Index("ix_decisions_run", decisions.c.run_id)

@@ -22,7 +22,8 @@ from sqlalchemy.pool import PoolProxiedConnection
 from ..errors import StoreError, UsageError
 from ..types import CallRecord, ErrorKind, ToolRecord, ToolSpec, ToolStats, ToolVersion
 from . import migrate
-from .schema import calls, tool_versions, tools
+from .schema import calls, tool_search, tool_versions, tools
+from .search_rows import Generation, SearchRows, bump_generation, upsert_document
 
 _SPEC_COLUMNS = (
     "description", "category", "kind", "target", "parameters", "returns", "timeout_s", "metadata",
@@ -47,8 +48,8 @@ class PutOutcome:
     status: str
 
 
-class SQLStore:
-    """Tools, versions and the call log in one SQL database."""
+class SQLStore(SearchRows):
+    """Tools, versions, the call log and the selection tables in one SQL database."""
 
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
@@ -110,20 +111,41 @@ class SQLStore:
         with self._guard(), self._reader.connect() as conn:
             return [_record(row) for row in conn.execute(query)]
 
-    def put_tools(self, tenant: str, specs: Sequence[ToolSpec]) -> list[PutOutcome]:
-        """Register or update many specs atomically: all land or none do."""
+    def put_tools(
+        self, tenant: str, specs: Sequence[ToolSpec], documents: Sequence[str] | None = None
+    ) -> list[PutOutcome]:
+        """Register or update many specs atomically: all land or none do.
+
+        ``documents`` are the specs' search texts (default: the name); a changed text
+        drops the tool's stale embedding.
+        """
+        texts = list(documents) if documents is not None else [spec.name for spec in specs]
+        if len(texts) != len(specs):
+            raise UsageError(f"{len(specs)} specs but {len(texts)} documents")
         for attempt in range(3):
             try:
                 with self._guard(), self.engine.begin() as conn:
                     now = time.time()
-                    return [self._put_one(conn, tenant, spec, now) for spec in specs]
+                    generation = Generation(conn, tenant)
+                    return [
+                        self._put_one(conn, tenant, spec, text, now, generation)
+                        for spec, text in zip(specs, texts, strict=True)
+                    ]
             except StoreError as exc:
                 # Two writers created the same new tool at once: the loser retries.
                 if not isinstance(exc.__cause__, IntegrityError) or attempt == 2:
                     raise
         raise AssertionError("unreachable")
 
-    def _put_one(self, conn: sa.Connection, tenant: str, spec: ToolSpec, now: float) -> PutOutcome:
+    def _put_one(
+        self,
+        conn: sa.Connection,
+        tenant: str,
+        spec: ToolSpec,
+        document: str,
+        now: float,
+        generation: Generation,
+    ) -> PutOutcome:
         digest = spec.content_hash()
         definition = spec.definition()
         columns = {key: definition[key] for key in _SPEC_COLUMNS}
@@ -161,6 +183,10 @@ class SQLStore:
                 .values(version=version, content_hash=digest, updated_at=now, **columns)
             )
             self._insert_version(conn, tool_id, version, digest, definition, now)
+        if upsert_document(conn, tool_id, document) or status != "unchanged":
+            conn.execute(
+                tools.update().where(tools.c.id == tool_id).values(change_seq=generation.value)
+            )
         row = conn.execute(sa.select(tools).where(tools.c.id == tool_id)).one()
         return PutOutcome(_record(row), status)
 
@@ -184,12 +210,16 @@ class SQLStore:
         )
 
     def set_enabled(self, tenant: str, name: str, enabled: bool) -> bool:
-        statement = (
-            tools.update()
-            .where(tools.c.tenant == tenant, tools.c.name == name)
-            .values(enabled=enabled, updated_at=time.time())
-        )
         with self._guard(), self.engine.begin() as conn:
+            statement = (
+                tools.update()
+                .where(tools.c.tenant == tenant, tools.c.name == name)
+                .values(
+                    enabled=enabled,
+                    updated_at=time.time(),
+                    change_seq=bump_generation(conn, tenant),
+                )
+            )
             return conn.execute(statement).rowcount > 0
 
     def remove_tool(self, tenant: str, name: str) -> bool:
@@ -201,7 +231,9 @@ class SQLStore:
             if row is None:
                 return False
             conn.execute(tool_versions.delete().where(tool_versions.c.tool_id == row.id))
+            conn.execute(tool_search.delete().where(tool_search.c.tool_id == row.id))
             conn.execute(tools.delete().where(tools.c.id == row.id))
+            bump_generation(conn, tenant, removal=True)
             return True
 
     def tool_versions(self, tenant: str, name: str) -> list[ToolVersion]:

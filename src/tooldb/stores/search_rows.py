@@ -1,0 +1,273 @@
+"""The store's selection tables: search documents, embeddings, decisions, change tracking.
+
+An in-process index mirrors a tenant's tools; to stay current cheaply it reads one
+row (``tenant_state``) per selection and reloads only tools whose ``change_seq`` is
+past the generation it last saw. Every write that changes what selection sees
+(definition, enabled flag, embedding, removal) bumps the generation in its own
+transaction, so the mirror can never miss a change that committed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from .schema import decisions, tenant_state, tool_search, tools
+
+
+@dataclass(frozen=True)
+class TenantState:
+    """A tenant's change counters: any change bumps ``generation``; removals also ``removals``."""
+
+    generation: int
+    removals: int
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    """What an in-process index keeps of one tool."""
+
+    id: int
+    name: str
+    category: str
+    kind: str
+    enabled: bool
+    text: str
+    embedder: str | None
+    vector: bytes | None
+    change_seq: int
+
+
+@dataclass(frozen=True)
+class LiveStats:
+    """A tool's statistics as of now (they change on every call, without a generation)."""
+
+    usage_count: int
+    success_count: int
+    total_duration_ms: float
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def bump_generation(conn: sa.Connection, tenant: str, *, removal: bool = False) -> int:
+    """Advance the tenant's generation inside the caller's transaction; returns it."""
+    dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
+    table = tenant_state
+    statement = (
+        dialect.insert(table)
+        .values(tenant=tenant, generation=1, removals=1 if removal else 0)
+        .on_conflict_do_update(
+            index_elements=[table.c.tenant],
+            set_={
+                "generation": table.c.generation + 1,
+                "removals": table.c.removals + (1 if removal else 0),
+            },
+        )
+        .returning(table.c.generation)
+    )
+    return int(conn.execute(statement).scalar_one())
+
+
+class Generation:
+    """Bumps the tenant's generation at most once per transaction, on the first change."""
+
+    def __init__(self, conn: sa.Connection, tenant: str) -> None:
+        self.conn, self.tenant = conn, tenant
+        self._value: int | None = None
+
+    @property
+    def value(self) -> int:
+        if self._value is None:
+            self._value = bump_generation(self.conn, self.tenant)
+        return self._value
+
+
+def upsert_document(conn: sa.Connection, tool_id: int, document: str) -> bool:
+    """Store a tool's search text; a changed text drops its now-stale vector. True if changed."""
+    digest = text_hash(document)
+    current = conn.execute(
+        sa.select(tool_search.c.text_hash).where(tool_search.c.tool_id == tool_id)
+    ).first()
+    if current is not None and current.text_hash == digest:
+        return False
+    values = {"text": document, "text_hash": digest, "embedder": None, "dim": None,
+              "vector": None, "embedded_at": None}  # fmt: skip
+    if current is None:
+        conn.execute(tool_search.insert().values(tool_id=tool_id, **values))
+    else:
+        conn.execute(tool_search.update().where(tool_search.c.tool_id == tool_id).values(**values))
+    return True
+
+
+class SearchRows:
+    """Mixin for SQLStore: the selection tables (needs ``engine``, ``_reader``, ``_guard``)."""
+
+    engine: sa.Engine
+    _reader: sa.Engine
+    _guard: Callable[[], AbstractContextManager[None]]
+
+    def tenants(self) -> list[str]:
+        """Every tenant that has tools."""
+        with self._guard(), self._reader.connect() as conn:
+            return [row[0] for row in conn.execute(sa.select(tools.c.tenant).distinct())]
+
+    def tenant_state(self, tenant: str) -> TenantState:
+        query = sa.select(tenant_state.c.generation, tenant_state.c.removals).where(
+            tenant_state.c.tenant == tenant
+        )
+        with self._guard(), self._reader.connect() as conn:
+            row = conn.execute(query).first()
+        return TenantState(int(row.generation), int(row.removals)) if row else TenantState(0, 0)
+
+    def index_rows(self, tenant: str, since: int = -1) -> Iterator[IndexRow]:
+        """Tools (enabled or not) changed after generation ``since``, with text and vector."""
+        query = (
+            sa.select(
+                tools.c.id,
+                tools.c.name,
+                tools.c.category,
+                tools.c.kind,
+                tools.c.enabled,
+                tools.c.change_seq,
+                tool_search.c.text,
+                tool_search.c.embedder,
+                tool_search.c.vector,
+            )
+            .select_from(tools.outerjoin(tool_search, tool_search.c.tool_id == tools.c.id))
+            .where(tools.c.tenant == tenant, tools.c.change_seq > since)
+            .order_by(tools.c.id)
+        )
+        with self._guard(), self._reader.connect() as conn:
+            for row in conn.execute(query):
+                yield IndexRow(
+                    id=row.id,
+                    name=row.name,
+                    category=row.category,
+                    kind=row.kind,
+                    enabled=bool(row.enabled),
+                    text=row.text if row.text is not None else row.name,
+                    embedder=row.embedder,
+                    vector=bytes(row.vector) if row.vector is not None else None,
+                    change_seq=int(row.change_seq),
+                )
+
+    def live_stats(self, tenant: str, ids: Sequence[int]) -> dict[int, LiveStats]:
+        if not ids:
+            return {}
+        query = sa.select(
+            tools.c.id, tools.c.usage_count, tools.c.success_count, tools.c.total_duration_ms
+        ).where(tools.c.tenant == tenant, tools.c.id.in_(list(ids)))
+        with self._guard(), self._reader.connect() as conn:
+            return {
+                row.id: LiveStats(row.usage_count, row.success_count, row.total_duration_ms)
+                for row in conn.execute(query)
+            }
+
+    def pending_embeddings(
+        self, tenant: str, embedder: str, *, after_id: int = 0, limit: int = 256
+    ) -> list[tuple[int, str]]:
+        """(tool id, text) of tools with no vector from ``embedder``, by id, past ``after_id``."""
+        query = (
+            sa.select(tool_search.c.tool_id, tool_search.c.text)
+            .join(tools, tools.c.id == tool_search.c.tool_id)
+            .where(
+                tools.c.tenant == tenant,
+                tool_search.c.tool_id > after_id,
+                sa.or_(tool_search.c.embedder.is_(None), tool_search.c.embedder != embedder),
+            )
+            .order_by(tool_search.c.tool_id)
+            .limit(limit)
+        )
+        with self._guard(), self._reader.connect() as conn:
+            return [(row.tool_id, row.text) for row in conn.execute(query)]
+
+    def embedding_counts(self, tenant: str) -> dict[str | None, int]:
+        """How many of the tenant's tools have vectors from each embedder (None: none)."""
+        query = (
+            sa.select(tool_search.c.embedder, sa.func.count())
+            .join(tools, tools.c.id == tool_search.c.tool_id)
+            .where(tools.c.tenant == tenant)
+            .group_by(tool_search.c.embedder)
+        )
+        with self._guard(), self._reader.connect() as conn:
+            return {row[0]: int(row[1]) for row in conn.execute(query)}
+
+    def put_embeddings(
+        self, tenant: str, embedder: str, dim: int, vectors: Sequence[tuple[int, str, bytes]]
+    ) -> int:
+        """Store (tool id, text the vector was made from, vector) rows; a row whose text
+        changed meanwhile is skipped (it will be embedded again). Returns rows stored."""
+        if not vectors:
+            return 0
+        now = time.time()
+        stored: list[int] = []
+        with self._guard(), self.engine.begin() as conn:
+            for tool_id, text, vector in vectors:
+                result = conn.execute(
+                    tool_search.update()
+                    .where(
+                        tool_search.c.tool_id == tool_id,
+                        tool_search.c.text_hash == text_hash(text),
+                    )
+                    .values(embedder=embedder, dim=dim, vector=vector, embedded_at=now)
+                )
+                if result.rowcount:
+                    stored.append(tool_id)
+            if stored:
+                generation = bump_generation(conn, tenant)
+                conn.execute(
+                    tools.update()
+                    .where(tools.c.tenant == tenant, tools.c.id.in_(stored))
+                    .values(change_seq=generation)
+                )
+        return len(stored)
+
+    def reset_documents(self, tenant: str, documents: Sequence[tuple[int, str]]) -> int:
+        """Rewrite search texts (after the document recipe changed); returns how many changed."""
+        changed: list[int] = []
+        with self._guard(), self.engine.begin() as conn:
+            for tool_id, document in documents:
+                if upsert_document(conn, tool_id, document):
+                    changed.append(tool_id)
+            if changed:
+                generation = bump_generation(conn, tenant)
+                conn.execute(
+                    tools.update().where(tools.c.id.in_(changed)).values(change_seq=generation)
+                )
+        return len(changed)
+
+    # -- decisions -----------------------------------------------------------
+    def record_decision(self, row: dict[str, Any]) -> int:
+        with self._guard(), self.engine.begin() as conn:
+            return int(conn.execute(decisions.insert().values(**row)).inserted_primary_key[0])  # type: ignore[index]
+
+    def list_decisions(
+        self, tenant: str, *, run_id: str | None = None, limit: int = 20
+    ) -> list[dict[str, Any]]:
+        query = (
+            sa.select(decisions)
+            .where(decisions.c.tenant == tenant)
+            .order_by(decisions.c.id.desc())
+            .limit(limit)
+        )
+        if run_id is not None:
+            query = query.where(decisions.c.run_id == run_id)
+        with self._guard(), self._reader.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    def get_decision(self, tenant: str, decision_id: int) -> dict[str, Any] | None:
+        query = sa.select(decisions).where(
+            decisions.c.tenant == tenant, decisions.c.id == decision_id
+        )
+        with self._guard(), self._reader.connect() as conn:
+            row = conn.execute(query).first()
+        return dict(row._mapping) if row else None

@@ -1,0 +1,172 @@
+"""`tooldb mcp`: the registry as an MCP server, driven by the MCP SDK's own client
+against the real server process (stdio and streamable HTTP)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from tooldb import ErrorKind, ToolSpec
+
+from .mcp_support import ROOT, open_with, wait_until
+
+EXTRA = ToolSpec(
+    name="shout",
+    description="Upper-case a text.",
+    target="tests.sample_tools:echo",
+    parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+)
+
+
+@pytest.fixture
+def url(store_url: str) -> Iterator[str]:
+    with open_with(store_url) as registry:
+        registry.add_module("tests.sample_tools")
+        registry.disable("noop")
+    yield store_url
+
+
+@asynccontextmanager
+async def stdio_session(url: str, *args: str, log: Path) -> AsyncIterator[Client]:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "tooldb", "--db", url, "mcp", *args], cwd=str(ROOT)
+    )
+    with log.open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            yield client
+
+
+def text_of(result: Any) -> str:
+    return "".join(block.text for block in result.content)
+
+
+def test_stdio_serves_enabled_tools_binds_runs_and_records(url: str, tmp_path: Path) -> None:
+    registry = open_with(url)
+
+    async def scenario() -> None:
+        async with stdio_session(url, log=tmp_path / "server.log") as client:
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            enabled = {t.name for t in registry.list()}
+            assert set(listed) == enabled and "noop" not in listed
+            assert listed["add"].input_schema == registry.get("add").spec.parameters
+            assert listed["add"].description == registry.get("add").spec.description
+
+            added = await client.call_tool("add", {"a": 2, "b": 40})
+            assert not added.is_error and text_of(added) == "42"
+            call_id = added.meta["tooldb/call_id"]
+            (record,) = registry.calls(tool="add")
+            assert record.id == call_id and record.success and record.arguments == {"a": 2, "b": 40}
+
+            wrong = await client.call_tool("add", {"a": "two"})
+            assert wrong.is_error and "parameter 'a'" in text_of(wrong)
+            assert registry.calls(tool="add")[0].error_kind is ErrorKind.ARGUMENTS
+
+            failed = await client.call_tool("fail", {"message": "kaput"})
+            assert failed.is_error and "kaput" in text_of(failed)
+
+            with pytest.raises(MCPError, match="disabled"):
+                await client.call_tool("noop", {})
+            with pytest.raises(MCPError, match="no tool named 'nope'"):
+                await client.call_tool("nope", {})
+
+            registry.add(EXTRA)
+            assert "shout" in {t.name for t in (await client.list_tools()).tools}
+            shouted = await client.call_tool("shout", {"text": "hey"})
+            assert text_of(shouted) == "hey"
+
+    try:
+        anyio.run(scenario)
+    finally:
+        registry.close()
+
+
+def test_category_and_tenant_limit_what_is_served(sqlite_url: str, tmp_path: Path) -> None:
+    with open_with(sqlite_url) as registry:
+        registry.add_module("tests.sample_tools")
+
+    async def scenario() -> None:
+        async with stdio_session(sqlite_url, "--category", "math", log=tmp_path / "a.log") as c:
+            assert [t.name for t in (await c.list_tools()).tools] == ["add"]
+            with pytest.raises(MCPError, match="category 'math'"):
+                await c.call_tool("echo", {"text": "x"})
+        async with stdio_session(sqlite_url, "--tenant", "other", log=tmp_path / "b.log") as c:
+            assert (await c.list_tools()).tools == []
+
+    anyio.run(scenario)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture
+def http_server(sqlite_url: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    with open_with(sqlite_url) as registry:
+        registry.add_module("tests.sample_tools")
+    port = _free_port()
+    log = (tmp_path / "http.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tooldb", "--db", sqlite_url, "mcp", "--transport", "http",
+         "--port", str(port)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log,
+    )  # fmt: skip
+    try:
+        assert wait_until(lambda: _listening(port) or process.poll() is not None, 30)
+        assert process.poll() is None, (tmp_path / "http.log").read_text()
+        yield sqlite_url, f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+        log.close()
+
+
+def test_streamable_http_with_the_sdk_client(http_server: tuple[str, str]) -> None:
+    served, endpoint = http_server
+
+    async def scenario() -> None:
+        async with Client(endpoint) as client:
+            assert "add" in {t.name for t in (await client.list_tools()).tools}
+            result = await client.call_tool("add", {"a": 1})
+            assert text_of(result) == "2"
+
+    anyio.run(scenario)
+    with open_with(served) as registry:
+        assert registry.calls(tool="add")[0].success
+
+
+def test_a_tooldb_server_imported_as_an_mcp_kind_over_http(
+    http_server: tuple[str, str], tmp_path: Path
+) -> None:
+    served, endpoint = http_server
+    client_url = f"sqlite:///{tmp_path / 'client.db'}"
+    with open_with(client_url) as client:
+        names = {o.record.name for o in client.add_mcp("remote", url=endpoint)}
+        assert {"remote__add", "remote__echo", "remote__fail"} <= names
+        assert client.get("remote__add").spec.metadata["server"] == {
+            "transport": "http", "url": endpoint,
+        }  # fmt: skip
+        result = client.call("remote__add", {"a": 20, "b": 22})
+        assert result.success and result.output == "42" and result.data == 42
+        failed = client.call("remote__fail", {"message": "far away"})
+        assert not failed.success and "far away" in (failed.error or "")
+        assert client.calls(tool="remote__add")[0].success
+    with open_with(served) as registry:
+        assert [c.success for c in registry.calls(tool="add")] == [True]

@@ -1,0 +1,184 @@
+"""Selection: the right few tools, explained, kept current, learning from use, on both stores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import tooldb
+from tooldb import Registry, Settings, UsageError
+from tooldb.manifests import spec_from_mapping
+from tooldb.types import ToolSpec
+
+CATALOGUE: list[dict[str, Any]] = [
+    {"name": "get_weather_forecast", "category": "weather",
+     "description": "Weather forecast for a city: temperature, rain and wind for the next days.",
+     "parameters": {"city": {"type": "string", "required": True}}},
+    {"name": "convert_currency", "category": "finance",
+     "description": "Convert an amount of money from one currency to another at today's rate.",
+     "parameters": {"amount": {"type": "number", "required": True},
+                    "from_currency": {"type": "string"}, "to_currency": {"type": "string"}}},
+    {"name": "send_email", "category": "communication",
+     "description": "Send an email message to a recipient with a subject and a body.",
+     "parameters": {"to": {"type": "string"}, "subject": {"type": "string"}}},
+    {"name": "search_flights", "category": "travel",
+     "description": "Search airline flights between two airports on a date.",
+     "parameters": {"origin": {"type": "string"}, "destination": {"type": "string"}}},
+    {"name": "translate_text", "category": "language",
+     "description": "Translate a text into another language.",
+     "parameters": {"text": {"type": "string"}, "target_language": {"type": "string"}}},
+]  # fmt: skip
+
+
+def _spec(entry: dict[str, Any], **changes: Any) -> ToolSpec:
+    return spec_from_mapping({"target": "tests.sample_tools:echo", **entry, **changes})
+
+
+@pytest.fixture
+def catalogue(registry: Registry) -> Registry:
+    registry.register([_spec(entry) for entry in CATALOGUE])
+    return registry
+
+
+@pytest.mark.parametrize(
+    ("task", "expected"),
+    [
+        ("what will the weather be in Paris tomorrow", "get_weather_forecast"),
+        ("how much is 100 dollars in euros, convert the currency", "convert_currency"),
+        ("email my boss the report", "send_email"),
+        ("find flights from Boston to Denver", "search_flights"),
+        ("translate this sentence into German", "translate_text"),
+    ],
+)
+def test_the_right_tool_comes_first(catalogue: Registry, task: str, expected: str) -> None:
+    selection = catalogue.select(task, k=3)
+    assert selection.candidates[0].name == expected
+    assert [c.rank for c in selection.candidates] == [1, 2, 3]
+
+
+def test_candidates_explain_their_scores(catalogue: Registry) -> None:
+    best = catalogue.select("weather forecast for Paris", k=5).candidates[0]
+    assert best.dense is not None and 0 < best.dense <= 1
+    assert best.lexical > 0 and best.relevance == pytest.approx(1.0, abs=1e-6)
+    # A new tool sits exactly at the prior: history has not moved it.
+    assert best.success == pytest.approx(0.9) and best.latency == pytest.approx(0.5)
+    assert best.final == pytest.approx(best.relevance)
+    assert best.calls == 0 and best.category == "weather" and best.kind == "python"
+
+
+def test_every_selection_is_recorded_as_a_decision(catalogue: Registry) -> None:
+    selection = catalogue.select("send an email", k=2, run_id="run-1")
+    assert selection.decision_id is not None
+    decision = catalogue.store.get_decision(catalogue.tenant, selection.decision_id)
+    assert decision is not None
+    assert decision["task"] == "send an email" and decision["chosen"] == "send_email"
+    assert decision["run_id"] == "run-1" and decision["k"] == 2
+    assert [c["name"] for c in decision["candidates"]] == selection.names
+    assert catalogue.select("send an email", record=False).decision_id is None
+
+
+def test_filters(catalogue: Registry) -> None:
+    assert catalogue.select("convert", k=5, category="weather").names == ["get_weather_forecast"]
+    assert catalogue.select("anything", k=5, category="no-such-category").names == []
+    assert catalogue.select("anything", k=5, kind="sql").names == []
+    allowed = ["send_email", "translate_text"]
+    assert set(catalogue.select("weather", k=5, names=allowed).names) == set(allowed)
+    assert catalogue.select("weather", k=5, names=["unknown_tool"]).names == []
+
+
+def test_index_follows_changes_made_through_any_registry(catalogue: Registry) -> None:
+    assert catalogue.select("weather", k=1).names == ["get_weather_forecast"]
+    other = tooldb.open(catalogue.settings.url, settings=catalogue.settings)
+    try:
+        other.disable("get_weather_forecast")
+        assert "get_weather_forecast" not in catalogue.select("weather forecast", k=5).names
+        other.enable("get_weather_forecast")
+        other.register([_spec(CATALOGUE[0], name="get_weather_forecast_v2")])
+        assert set(catalogue.select("weather forecast", k=2).names) == {
+            "get_weather_forecast",
+            "get_weather_forecast_v2",
+        }
+        other.remove("get_weather_forecast")
+        assert catalogue.select("weather forecast", k=1).names == ["get_weather_forecast_v2"]
+        other.register([_spec(CATALOGUE[4], description="Look up stock prices on the market.")])
+        assert catalogue.select("stock market prices", k=1).names == ["translate_text"]
+    finally:
+        other.close()
+
+
+def test_failing_tool_sinks_and_new_tool_is_not_punished(registry: Registry) -> None:
+    twins = [
+        {"name": "resize_image_a", "target": "tests.sample_tools:fail",
+         "description": "Resize an image to a width and height.",
+         "parameters": {"message": {"type": "string", "default": "broken"}}},
+        {"name": "resize_image_b", "target": "tests.sample_tools:echo_message",
+         "description": "Resize an image to a width and height.",
+         "parameters": {"message": {"type": "string", "default": "broken"}}},
+    ]  # fmt: skip
+    registry.register([_spec(entry) for entry in twins])
+    before = {c.name: c.final for c in registry.select("resize an image", k=2).candidates}
+    assert before["resize_image_a"] == pytest.approx(before["resize_image_b"], abs=0.03)
+    for _ in range(20):
+        assert not registry.call("resize_image_a").success
+    after = registry.select("resize an image", k=2).candidates
+    assert [c.name for c in after] == ["resize_image_b", "resize_image_a"]
+    failing = after[1]
+    assert failing.calls == 20 and failing.success < 0.25
+    assert failing.final < failing.relevance - 0.15
+
+
+def test_hostile_requests(catalogue: Registry) -> None:
+    for task in ("", "   ", None, 42):
+        with pytest.raises(UsageError, match="task"):
+            catalogue.select(task, k=3)  # type: ignore[arg-type]
+    for k in (-1, 1.5, True, 10_001, "3"):
+        with pytest.raises(UsageError, match="k must be"):
+            catalogue.select("weather", k=k)  # type: ignore[arg-type]
+    assert catalogue.select("weather", k=0).candidates == []
+    assert len(catalogue.select("weather", k=1000).candidates) == len(CATALOGUE)
+    huge = "weather forecast " * 70_000  # over 1 MB
+    assert catalogue.select(huge, k=1).names == ["get_weather_forecast"]
+    for task in ("天気予報を教えて", "🌧️☀️", "météo à Paris", "'; DROP TABLE tools; --"):
+        selection = catalogue.select(task, k=2)
+        assert len(selection.candidates) == 2
+    assert catalogue.list()  # nothing was dropped
+
+
+def test_lexical_only_without_an_embedder(store_url: str) -> None:
+    settings = Settings(url=store_url, embedder="none")
+    with tooldb.open(store_url, settings=settings) as registry:
+        registry.register([_spec(entry) for entry in CATALOGUE])
+        selection = registry.select("translate into German", k=2)
+        assert selection.names[0] == "translate_text"
+        assert selection.candidates[0].dense is None
+        assert any("lexical only" in note for note in selection.notes)
+
+
+def test_tools_waiting_for_embeddings_and_a_switched_embedder(store_url: str) -> None:
+    with tooldb.open(store_url, settings=Settings(url=store_url, embedder="none")) as registry:
+        registry.register([_spec(entry) for entry in CATALOGUE])
+    switched = Settings(url=store_url, embedder="hash:64")
+    with tooldb.open(store_url, settings=switched) as registry:
+        notes = registry.select("weather", k=1).notes
+        assert any(f"{len(CATALOGUE)} of {len(CATALOGUE)} tools" in n for n in notes)
+        assert any("tooldb embed" in n for n in notes)
+        assert registry.embed() == len(CATALOGUE)
+        assert registry.select("weather", k=1).notes == []
+    with tooldb.open(store_url, settings=Settings(url=store_url, embedder="hash")) as registry:
+        notes = registry.select("weather", k=1).notes
+        assert any("embedded by another embedder" in n for n in notes)
+        assert registry.embed() == len(CATALOGUE)
+        assert registry.embed() == 0
+        assert registry.store.embedding_counts(registry.tenant) == {"hash:256": len(CATALOGUE)}
+
+
+def test_tenants_do_not_see_each_others_tools(catalogue: Registry) -> None:
+    other = tooldb.open(catalogue.settings.url, "acme", settings=catalogue.settings)
+    try:
+        assert other.select("weather forecast", k=5).names == []
+        other.register([_spec(CATALOGUE[0], name="acme_weather")])
+        assert other.select("weather forecast", k=5).names == ["acme_weather"]
+        assert "acme_weather" not in catalogue.select("weather forecast", k=5).names
+    finally:
+        other.close()
