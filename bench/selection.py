@@ -46,13 +46,20 @@ DATASETS = [
 ]  # fmt: skip
 #: Published baselines from shared/data/README.md: R@1, R@5, R@10, nDCG@10, Comp@5.
 BASELINES = {
-    "metatool": {"BM25": (33.9, 50.8, 57.4, 45.2, 50.2), "MiniLM": (46.5, 70.6, 78.5, 62.2, 70.0)},
-    "toolbench": {"BM25": (29.9, 64.4, 74.0, 65.7, 43.4), "MiniLM": (28.6, 59.0, 70.1, 60.8, 38.2)},
-    "sealtools": {"BM25": (44.9, 84.0, 91.6, 88.5, 59.9), "MiniLM": (37.8, 60.5, 69.4, 66.0, 29.4)},
-    "apibench_torchhub": {"BM25": (14.0, 30.6, 33.9, 23.9, 30.6), "MiniLM": (11.8, 31.7, 43.0, 25.4, 31.7)},
-    "apibench_tfhub": {"BM25": (7.6, 29.6, 36.2, 21.5, 29.6), "MiniLM": (15.1, 46.4, 60.0, 37.3, 46.4)},
-    "apibench_huggingface": {"BM25": (12.1, 25.1, 32.0, 21.0, 25.1), "MiniLM": (13.3, 32.5, 41.6, 26.0, 32.5)},
-    "bfcl": {"BM25": (35.8, 63.8, 74.3, 55.2, 61.7), "MiniLM": (33.1, 62.1, 75.7, 53.7, 60.2)},
+    "metatool": {"BM25": (33.9, 50.8, 57.4, 45.2, 50.2),
+                 "MiniLM": (46.5, 70.6, 78.5, 62.2, 70.0)},
+    "toolbench": {"BM25": (29.9, 64.4, 74.0, 65.7, 43.4),
+                  "MiniLM": (28.6, 59.0, 70.1, 60.8, 38.2)},
+    "sealtools": {"BM25": (44.9, 84.0, 91.6, 88.5, 59.9),
+                  "MiniLM": (37.8, 60.5, 69.4, 66.0, 29.4)},
+    "apibench_torchhub": {"BM25": (14.0, 30.6, 33.9, 23.9, 30.6),
+                          "MiniLM": (11.8, 31.7, 43.0, 25.4, 31.7)},
+    "apibench_tfhub": {"BM25": (7.6, 29.6, 36.2, 21.5, 29.6),
+                       "MiniLM": (15.1, 46.4, 60.0, 37.3, 46.4)},
+    "apibench_huggingface": {"BM25": (12.1, 25.1, 32.0, 21.0, 25.1),
+                             "MiniLM": (13.3, 32.5, 41.6, 26.0, 32.5)},
+    "bfcl": {"BM25": (35.8, 63.8, 74.3, 55.2, 61.7),
+             "MiniLM": (33.1, 62.1, 75.7, 53.7, 60.2)},
 }  # fmt: skip
 METRICS = ("R@1", "R@5", "R@10", "nDCG@10", "MRR", "Comp@5")
 DEPTH = 100
@@ -164,14 +171,15 @@ def evaluate(name: str, settings: Settings, max_queries: int, workdir: Path) -> 
 
 def print_quality(report: dict[str, Any]) -> None:
     name = report["dataset"]
-    print(f"\n## {name}: {report['tools']} tools ({report['skipped_tools']} skipped), "
-          f"{report['queries']} queries, registered+embedded in {report['register_s']:.1f} s")  # fmt: skip
+    print(
+        f"\n## {name}: {report['tools']} tools ({report['skipped_tools']} skipped), "
+        f"{report['queries']} queries, registered+embedded in {report['register_s']:.1f} s"
+    )
     print(f"{'retriever':<22}" + "".join(f"{m:>9}" for m in METRICS))
     for label, row in BASELINES.get(name, {}).items():
         r1, r5, r10, ndcg, comp = row
-        print(
-            f"{'published ' + label:<22}{r1:>9.1f}{r5:>9.1f}{r10:>9.1f}{ndcg:>9.1f}{'-':>9}{comp:>9.1f}"
-        )
+        cells = "".join(f"{v:>9.1f}" for v in (r1, r5, r10, ndcg)) + f"{'-':>9}{comp:>9.1f}"
+        print(f"{'published ' + label:<22}{cells}")
     for mode, metrics in report["results"].items():
         print(f"{mode:<22}" + "".join(f"{metrics[m]:>9.1f}" for m in METRICS))
 

@@ -16,6 +16,7 @@ import pytest
 
 import tooldb
 from tooldb import Registry, Settings
+from tooldb.examples.pets_server import PetsServer
 
 PG_ADMIN_URL = os.environ.get("TOOLDB_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 PG_START_HINT = (
@@ -28,7 +29,15 @@ PG_START_HINT = (
 @pytest.fixture(autouse=True)
 def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads the developer's registry or config."""
-    for name in ("TOOLDB_URL", "TOOLDB_TENANT", "TOOLDB_CONFIG", "TOOLDB_DEFAULT_TIMEOUT"):
+    for name in (
+        "TOOLDB_URL",
+        "TOOLDB_TENANT",
+        "TOOLDB_CONFIG",
+        "TOOLDB_DEFAULT_TIMEOUT",
+        "TOOLDB_HTTP_ALLOWED_HOSTS",
+        "TOOLDB_HTTP_TIMEOUT",
+        "TOOLDB_HTTP_MAX_RESPONSE_BYTES",
+    ):
         monkeypatch.delenv(name, raising=False)
     # The bundled MiniLM is exercised by test_embedders; elsewhere a model-free embedder
     # keeps registries fast to open.
@@ -85,5 +94,26 @@ def sqlite_url(tmp_path: Path) -> str:
 @pytest.fixture
 def registry(store_url: str) -> Iterator[Registry]:
     reg = tooldb.open(store_url, settings=Settings(embedder="hash", url=store_url))
+    yield reg
+    reg.close()
+
+
+@pytest.fixture
+def pets() -> Iterator[PetsServer]:
+    """The example pets API, served for real on 127.0.0.1 from a thread."""
+    with PetsServer() as server:
+        yield server
+
+
+@pytest.fixture
+def http_registry(store_url: str) -> Iterator[Registry]:
+    """A registry on each backend whose HTTP tools may call 127.0.0.1 (and only that)."""
+    settings = Settings(
+        embedder="hash",
+        url=store_url,
+        http_allowed_hosts=("127.0.0.1",),
+        secrets={"PETS_TOKEN": "s3cret-token"},
+    )
+    reg = tooldb.open(store_url, settings=settings)
     yield reg
     reg.close()

@@ -39,7 +39,7 @@ app = typer.Typer(
     context_settings={"terminal_width": 100, "max_content_width": 100},
 )
 add_app = typer.Typer(
-    help="Register tools from Python modules, manifests or MCP servers.",
+    help="Register tools from Python modules, manifests, MCP servers or OpenAPI documents.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -266,6 +266,43 @@ def add_mcp(
             timeout_s=timeout,
         )  # fmt: skip
     _report_added(outcomes, as_json)
+
+
+@add_app.command("openapi")
+def add_openapi(
+    spec: Annotated[str, typer.Argument(help="OpenAPI 3 document: a file or an http(s) URL.")],
+    base_url: Annotated[
+        str | None, typer.Option(help="Call this base URL instead of the document's server.")
+    ] = None,
+    category: Annotated[
+        str | None, typer.Option(help="Category of every tool (default: first tag).")
+    ] = None,
+    auth_secret: Annotated[
+        str | None,
+        typer.Option(help="Name of the env var / settings secret holding the API credential."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Register every operation of an OpenAPI 3 document as an http tool (all or none).
+
+    A URL is fetched only from hosts allowed by http_allowed_hosts. Operations that
+    cannot be imported are listed with the reason.
+    """
+    with _registry(as_json) as registry:
+        found = registry.add_openapi(
+            spec, base_url=base_url, category=category, auth_secret=auth_secret
+        )
+    if as_json:
+        _print_json(found.summary())
+        return
+    _report_added(found.outcomes, as_json)
+    for skipped in found.skipped:
+        _out.print(f"  skipped  {_text(skipped.operation)}: {_text(skipped.reason)}")
+    for warning in found.warnings:
+        _out.print(f"  warning  {_text(warning)}")
+    if found.secrets:
+        names = ", ".join(found.secrets)
+        _out.print(_text(f"secrets read at call time (env var or [secrets] in config): {names}"))
 
 
 @app.command("list")

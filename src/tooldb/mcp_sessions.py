@@ -14,6 +14,7 @@ call fails and only the next one gets a new session.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import math
 import os
@@ -148,17 +149,23 @@ class _Session:
         )
         self._stderr_tail = ""
         self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._process: list[Any] = []  # the stdio server process, once spawned
+        _hook_spawn()
         self._task = asyncio.create_task(self._own(connect_timeout_s))
 
     @property
     def usable(self) -> bool:
         """Starting or connected, and the server has not gone away."""
-        return not self.ended and not self._task.done()
+        if self.ended or self._task.done():
+            return False
+        pid = getattr(self._process[0], "pid", None) if self._process else None
+        return pid is None or not _exited(pid)
 
     async def _own(self, connect_timeout_s: float) -> None:
         import anyio
         from mcp import Client
 
+        _SPAWNED.set(self._process)  # this task's context: seen by the spawn hook
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + connect_timeout_s) as scope:
                 async with Client(_watched(self._transport(), self), cache=None) as client:
@@ -398,6 +405,67 @@ class SessionManager:
             self._discard(session)
         if self._stopping:
             await asyncio.wait(set(self._stopping), timeout=_CLOSE_WAIT_S)
+
+
+#: The server process a session is starting, recorded by the spawn hook below.
+_SPAWNED: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+    "tooldb_mcp_spawned", default=None
+)
+_HOOKED = False
+
+
+def _hook_spawn() -> None:
+    """Record each stdio server process the SDK spawns for the session starting it.
+
+    A server that died between calls is only noticed by the session once the event loop
+    has read its end-of-file and reaped it, which can take longer than the next call takes
+    to arrive; that call would go into a dead pipe. With the process at hand, ``waitid``
+    answers at once whether it has exited. The SDK exposes no handle, so its (private)
+    spawn function is wrapped; if it is ever renamed, sessions fall back to noticing late.
+    """
+    global _HOOKED
+    if _HOOKED:
+        return
+    _HOOKED = True
+    try:
+        from mcp.client import stdio
+    except ImportError:
+        return
+    original = getattr(stdio, "_create_platform_compatible_process", None)
+    if original is None:
+        return
+
+    async def spawn(*args: Any, **kwargs: Any) -> Any:
+        process = await original(*args, **kwargs)
+        holder = _SPAWNED.get()
+        if holder is not None:
+            holder.append(process)
+        return process
+
+    stdio._create_platform_compatible_process = spawn
+
+
+def _exited(pid: int) -> bool:
+    """True if our child ``pid`` has exited (without reaping it: asyncio's watcher does).
+
+    On Linux the process state is read from /proc: while asyncio's watcher thread blocks
+    in ``waitpid`` on the child, ``waitid(WNOHANG | WNOWAIT)`` reports a zombie as still
+    running (seen here), whereas its state there is ``Z`` at once.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+        return stat[stat.rindex(b")") + 2 : stat.rindex(b")") + 3] in {b"Z", b"X"}
+    except FileNotFoundError:  # reaped
+        return True
+    except OSError:  # no /proc here: ask the kernel
+        pass
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # already reaped
+        return True
+    except (AttributeError, OSError):  # no waitid on this platform
+        return False
 
 
 def _reason(exc: BaseException) -> str:

@@ -20,11 +20,13 @@ from .embedding import Progress, embed_pending
 from .errors import ArgumentError, NotFound, StoreError, ToolDBError, ToolDisabled, UsageError
 from .execution import Outcome, aexecute, execute
 from .executors import Closeable, Executor, default_executors, executor_for
+from .executors.http import HttpExecutor
 from .executors.mcp import McpExecutor
 from .executors.python import PythonExecutor
 from .executors.threads import reserve as reserve_threads
 from .executors.threads import run_blocking
 from .manifests import read_manifest, spec_from_mapping
+from .openapi import OpenAPIImport, read_openapi
 from .parallel import run_many, run_sync
 from .recording import Recorder, storable_text
 from .selection import Filters, Selector, Weights, check_request
@@ -131,6 +133,29 @@ class Registry:
     ) -> list[PutOutcome]:
         """Register every tool of a YAML/JSON/JSONL manifest, all or none."""
         return self.register(read_manifest(path), progress=progress)
+
+    def add_openapi(
+        self,
+        source: str | Path | Mapping[str, Any],
+        *,
+        base_url: str | None = None,
+        category: str | None = None,
+        auth_secret: str | None = None,
+        progress: Progress | None = None,
+    ) -> OpenAPIImport:
+        """Register every operation of an OpenAPI 3 document (a file, an http(s) URL fetched
+        through the host guard, or a mapping) as an http tool; all or none."""
+        http = self.executors.get(ToolKind.HTTP)
+        fetch = http.fetch_document if isinstance(http, HttpExecutor) else None
+        found = read_openapi(
+            source,
+            fetch=fetch,
+            max_bytes=self.settings.http_max_response_bytes,
+            base_url=base_url,
+            category=category,
+            auth_secret=auth_secret,
+        )
+        return replace(found, outcomes=self.register(found.specs, progress=progress))
 
     def add_mcp(
         self,

@@ -5,6 +5,7 @@ with top-level keys named like the fields below (``url``, ``default_timeout_s``.
 Named database connections for SQL tools are a ``[connections]`` table
 (``name = "sqlalchemy-url"``) or ``TOOLDB_CONNECTION_<NAME>=url`` variables; each
 source adds to (and by name overrides) the connections of the sources before it.
+HTTP tools' secrets are a ``[secrets]`` table (``NAME = "value"``), merged the same way.
 """
 
 from __future__ import annotations
@@ -63,6 +64,21 @@ class Settings:
     max_parallel_calls: int = 16
     max_parallel_per_tool: int = 8
     connections: dict[str, str] = field(default_factory=dict)
+    # HTTP tools: host patterns that may be called ("public" = any host whose every
+    # address is public; see executors/http_guard.py), a per-request time cap and a
+    # response size cap enforced while streaming.
+    http_allowed_hosts: tuple[str, ...] = ("public",)
+    http_timeout_s: float = 30.0
+    http_max_response_bytes: int = 10_000_000
+    # Secret values by name (auth of HTTP tools stores only the name); env vars also work.
+    secrets: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        # Python callers may pass a list: store a tuple, immutable like the rest.
+        object.__setattr__(self, "http_allowed_hosts", tuple(self.http_allowed_hosts))
+        for name in ("http_timeout_s", "http_max_response_bytes"):
+            if getattr(self, name) <= 0:
+                raise UsageError(f"setting {name!r} must be positive, got {getattr(self, name)}")
 
     @property
     def resolved_url(self) -> str:
@@ -84,6 +100,8 @@ class Settings:
                 raise UsageError(f"unknown setting {key!r} from {source}")
             if key == "connections":
                 changes[key] = {**self.connections, **_connections(raw, source)}
+            elif key == "secrets":
+                changes[key] = {**self.secrets, **_string_table(key, raw, source)}
             else:
                 changes[key] = _coerce(key, raw, type(getattr(self, key)), source)
         return replace(self, **changes)
@@ -108,6 +126,8 @@ def _connections(raw: Any, source: str) -> dict[str, str]:
 def _coerce(key: str, raw: Any, kind: type, source: str) -> Any:
     if key == "url" or kind is str:
         return str(raw)
+    if kind is tuple:
+        return _string_list(key, raw, source)
     try:
         if kind is bool and isinstance(raw, str):
             lowered = raw.strip().lower()
@@ -119,6 +139,22 @@ def _coerce(key: str, raw: Any, kind: type, source: str) -> Any:
         raise UsageError(
             f"setting {key!r} from {source} must be {kind.__name__}, got {raw!r}"
         ) from None
+
+
+def _string_list(key: str, raw: Any, source: str) -> tuple[str, ...]:
+    """A comma-separated string (environment) or a list of strings (file, argument)."""
+    items = raw.split(",") if isinstance(raw, str) else raw
+    if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+        raise UsageError(f"setting {key!r} from {source} must be a list of strings, got {raw!r}")
+    return tuple(i.strip() for i in items if i.strip())
+
+
+def _string_table(key: str, raw: Any, source: str) -> dict[str, str]:
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
+    ):
+        raise UsageError(f"setting {key!r} from {source} must be a table of strings")
+    return dict(raw)
 
 
 def _read_config_file() -> dict[str, Any]:
@@ -147,6 +183,9 @@ _ENV_KEYS = {
     "TOOLDB_RECORD_DECISIONS": "record_decisions",
     "TOOLDB_MAX_PARALLEL_CALLS": "max_parallel_calls",
     "TOOLDB_MAX_PARALLEL_PER_TOOL": "max_parallel_per_tool",
+    "TOOLDB_HTTP_ALLOWED_HOSTS": "http_allowed_hosts",
+    "TOOLDB_HTTP_TIMEOUT": "http_timeout_s",
+    "TOOLDB_HTTP_MAX_RESPONSE_BYTES": "http_max_response_bytes",
 }
 
 

@@ -67,6 +67,7 @@ def default_executors(
     the kinds that need them: SQL tools reach named connections and the registry.
     """
     from ..settings import Settings
+    from .http import HttpExecutor
     from .mcp import McpExecutor
     from .python import PythonExecutor
     from .script import ScriptExecutor
@@ -77,6 +78,7 @@ def default_executors(
         ToolKind.SQL: SQLExecutor(settings or Settings(), store_url),
         ToolKind.SCRIPT: ScriptExecutor(),
         ToolKind.MCP: McpExecutor(),
+        ToolKind.HTTP: HttpExecutor(settings),
     }
 
 

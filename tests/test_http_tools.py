@@ -1,0 +1,565 @@
+"""HTTP tools against a real server on 127.0.0.1, on both stores: mapping of arguments,
+responses, auth, and the hostile cases (SSRF, path and header injection, redirects,
+slow and huge answers)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tooldb
+from tooldb import DefinitionError, ErrorKind, Registry, Settings, ToolSpec
+from tooldb.examples.pets_server import PetsServer
+from tooldb.executors.http_plan import build_request, parse_plan
+from tooldb.stores.schema import metadata as schema_metadata
+
+
+def http_tool(name: str, target: str, parameters: Any = None, **metadata: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "kind": "http",
+        "target": target,
+        "parameters": parameters or {},
+        "metadata": metadata,
+    }
+
+
+def all_rows_text(registry: Registry) -> str:
+    """Every row of every registry table, as text: what a leak would look like."""
+    engine: sa.Engine = registry.store.engine  # type: ignore[attr-defined]
+    with engine.connect() as conn:
+        return "\n".join(
+            repr(row)
+            for table in schema_metadata.sorted_tables
+            for row in conn.execute(table.select())
+        )
+
+
+# -- calls and mapping -------------------------------------------------------------------
+
+
+def test_get_with_path_parameter(http_registry: Registry, pets: PetsServer) -> None:
+    http_registry.add(
+        http_tool(
+            "get_pet",
+            f"GET {pets.url}/pets/{{pet_id}}",
+            {"pet_id": {"type": "int", "required": True}},
+        )
+    )
+    result = http_registry.call("get_pet", {"pet_id": 1})
+    assert result.success, result.error
+    assert result.data == {"id": 1, "name": "Rex", "tag": "dog"}
+    assert json.loads(result.output) == result.data
+    [record] = http_registry.calls()
+    assert record.success and record.arguments == {"pet_id": 1}
+    assert http_registry.get("get_pet").stats.usage_count == 1
+
+
+def test_leftover_arguments_go_to_query_for_get_and_body_for_post(
+    http_registry: Registry, pets: PetsServer
+) -> None:
+    params = {"tag": {"type": "string"}, "limit": {"type": "int"}}
+    http_registry.add(http_tool("list_pets", f"GET {pets.url}/pets", params))
+    http_registry.add(
+        http_tool("add_pet", f"POST {pets.url}/pets", {"name": "string", "tag": "string"})
+    )
+    listed = http_registry.call("list_pets", {"tag": "cat", "limit": 5})
+    assert listed.success and listed.data == [{"id": 2, "name": "Tom", "tag": "cat"}]
+    assert pets.seen[-1].query == {"tag": ["cat"], "limit": ["5"]}
+    created = http_registry.call("add_pet", {"name": "Fido", "tag": "dog"})
+    assert created.success and created.data == {"id": 3, "name": "Fido", "tag": "dog"}
+    assert pets.seen[-1].json() == {"name": "Fido", "tag": "dog"}
+    assert pets.seen[-1].headers["Content-Type"] == "application/json"
+
+
+def test_explicit_query_headers_body_and_fixed_parts(
+    http_registry: Registry, pets: PetsServer
+) -> None:
+    params = {
+        "v": {"type": "string", "required": True},
+        "q": "string",
+        "trace": "string",
+        "name": "string",
+        "extra": "int",
+        "flags": {"type": "array", "items": {"type": "boolean"}},
+    }
+    http_registry.add(
+        http_tool(
+            "mapped",
+            f"PUT {pets.url}/echo/{{v}}?fixed=1",
+            params,
+            query={"q": "search", "flags": "flag"},
+            headers={"trace": "X-Trace"},
+            body={"name": "pet_name"},
+            fixed_headers={"X-Client": "tooldb-tests"},
+        )
+    )
+    args = {
+        "v": "a",
+        "q": "x&y=z",
+        "trace": "t-1",
+        "name": "Rex",
+        "extra": 7,
+        "flags": [True, False],
+    }
+    result = http_registry.call("mapped", args)
+    assert result.success, result.error
+    seen = pets.seen[-1]
+    assert seen.method == "PUT" and seen.path == "/echo/a"
+    assert seen.query == {"fixed": ["1"], "search": ["x&y=z"], "flag": ["true", "false"]}
+    assert seen.headers["X-Trace"] == "t-1" and seen.headers["X-Client"] == "tooldb-tests"
+    assert seen.json() == {"pet_name": "Rex", "extra": 7}  # extra: a leftover, PUT -> body
+
+
+def test_single_argument_body_and_form_body(http_registry: Registry, pets: PetsServer) -> None:
+    http_registry.add(
+        http_tool(
+            "raw",
+            f"POST {pets.url}/echo/raw",
+            {"items": {"type": "array", "required": True}, "page": "int"},
+            body="items",
+        )
+    )
+    http_registry.add(
+        http_tool(
+            "form",
+            f"POST {pets.url}/echo/form",
+            {"a": "string", "b": "int"},
+            body="*",
+            body_format="form",
+        )
+    )
+    assert http_registry.call("raw", {"items": [1, "two"], "page": 2}).success
+    assert pets.seen[-1].json() == [1, "two"] and pets.seen[-1].query == {"page": ["2"]}
+    assert http_registry.call("form", {"a": "x y", "b": 3}).success
+    assert pets.seen[-1].body == b"a=x+y&b=3"
+
+
+def test_responses_text_binary_empty_and_errors(http_registry: Registry, pets: PetsServer) -> None:
+    http_registry.add(http_tool("text", f"GET {pets.url}/text"))
+    http_registry.add(http_tool("binary", f"GET {pets.url}/binary"))
+    http_registry.add(
+        http_tool(
+            "remove", f"DELETE {pets.url}/pets/{{id}}", {"id": {"type": "int", "required": True}}
+        )
+    )
+    http_registry.add(http_tool("fail", f"GET {pets.url}/fail"))
+    text = http_registry.call("text")
+    assert text.success and text.output == "plain words, ünï" and text.data == text.output
+    binary = http_registry.call("binary")
+    assert binary.data == {
+        "content_type": "application/octet-stream",
+        "size": 8,
+        "base64": "AAECAwQFBgc=",
+    }
+    removed = http_registry.call("remove", {"id": 2})
+    assert removed.success and removed.output == "" and removed.data is None
+    failed = http_registry.call("fail")
+    assert not failed.success
+    assert failed.error is not None
+    assert failed.error.startswith(f"tool 'fail': GET {pets.url}/fail returned 500")
+    assert "database on fire" in failed.error
+    missing = http_registry.call("remove", {"id": 2})
+    assert not missing.success and "returned 404 Not Found" in (missing.error or "")
+    [record, *_] = http_registry.calls(tool="remove")
+    assert record.error_kind is ErrorKind.EXECUTION
+
+
+def test_async_calls_share_one_pooled_connection(http_registry: Registry, pets: PetsServer) -> None:
+    http_registry.add(
+        http_tool(
+            "get_pet",
+            f"GET {pets.url}/pets/{{pet_id}}",
+            {"pet_id": {"type": "int", "required": True}},
+        )
+    )
+    for _ in range(5):
+        assert http_registry.call("get_pet", {"pet_id": 1}).success
+    assert pets.state.connections == 1  # keep-alive through the executor's one client
+
+    async def many() -> list[Any]:
+        calls = [http_registry.acall("get_pet", {"pet_id": 1 + i % 2}) for i in range(20)]
+        return await asyncio.gather(*calls)
+
+    results = asyncio.run(many())
+    assert all(r.success for r in results)
+    assert {r.data["name"] for r in results} == {"Rex", "Tom"}
+    assert len(http_registry.calls(limit=100)) == 25
+
+
+# -- auth ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("auth", "via"),
+    [
+        ({"scheme": "bearer", "secret": "PETS_TOKEN"}, "bearer"),
+        (
+            {"scheme": "api_key", "in": "header", "name": "X-API-Key", "secret": "PETS_KEY"},
+            "header key",
+        ),
+        (
+            {"scheme": "api_key", "in": "query", "name": "api_key", "secret": "PETS_KEY"},
+            "query key",
+        ),
+    ],
+)
+def test_auth_arrives_and_is_never_stored(
+    http_registry: Registry,
+    pets: PetsServer,
+    monkeypatch: pytest.MonkeyPatch,
+    auth: dict[str, str],
+    via: str,
+) -> None:
+    monkeypatch.setenv("PETS_KEY", "k3y-value")  # env; PETS_TOKEN comes from settings.secrets
+    http_registry.add(http_tool("private", f"GET {pets.url}/private", auth=auth))
+    result = http_registry.call("private")
+    assert result.success, result.error
+    assert result.data == {"ok": True, "via": via}
+    rows = all_rows_text(http_registry)
+    assert auth["secret"] in rows  # the name is stored...
+    assert "s3cret-token" not in rows and "k3y-value" not in rows  # ...the value never
+
+
+def test_missing_or_wrong_secret(
+    http_registry: Registry, pets: PetsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    http_registry.add(
+        http_tool(
+            "private",
+            f"GET {pets.url}/private",
+            auth={"scheme": "bearer", "secret": "NOT_SET_ANYWHERE"},
+        )
+    )
+    monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
+    result = http_registry.call("private")
+    assert not result.success and "'NOT_SET_ANYWHERE' is not set" in (result.error or "")
+    assert pets.seen == []  # refused before sending anything
+    monkeypatch.setenv("NOT_SET_ANYWHERE", "wrong-token")
+    result = http_registry.call("private")
+    assert "returned 401" in (result.error or "")
+    assert "wrong-token" not in all_rows_text(http_registry)
+    monkeypatch.setenv("NOT_SET_ANYWHERE", "line\r\nX-Evil: 1")
+    result = http_registry.call("private")
+    assert "line break" in (result.error or "") and len(pets.seen) == 1
+
+
+def test_auth_refuses_stored_values(registry: Registry) -> None:
+    for auth in (
+        {"scheme": "bearer", "secret": "T", "value": "abc"},
+        {"scheme": "bearer", "secret": "has space"},
+        {"scheme": "api_key", "secret": "T"},
+    ):
+        with pytest.raises(DefinitionError):
+            registry.add(http_tool("t", "GET https://example.com/x", auth=auth))
+    with pytest.raises(DefinitionError, match="credential in clear"):
+        registry.add(
+            http_tool(
+                "t", "GET https://example.com/x", fixed_headers={"Authorization": "Bearer abc"}
+            )
+        )
+    with pytest.raises(DefinitionError, match="carries credentials"):
+        registry.add(http_tool("t", "GET https://user:pw@example.com/x"))
+
+
+# -- hostile: hosts ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def guarded(store_url: str) -> Any:
+    """A registry with the default policy: public hosts only."""
+    registry = tooldb.open(store_url, settings=Settings(embedder="hash", url=store_url))
+    yield registry
+    registry.close()
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1",
+        "localhost",
+        "[::1]",
+        "169.254.169.254",
+        "10.1.2.3",
+        "0.0.0.0",
+        "2130706433",
+        "127.1",
+        "[::ffff:127.0.0.1]",
+        "192.168.0.1",
+        "metadata.google.internal.",
+    ],
+)
+def test_private_hosts_are_refused_by_default(guarded: Registry, host: str) -> None:
+    guarded.add(http_tool("ssrf", f"GET http://{host}:9/latest/meta-data"))
+    started = time.perf_counter()
+    result = guarded.call("ssrf", timeout_s=5)
+    assert not result.success
+    assert result.error is not None and result.error.startswith("tool 'ssrf': ")
+    assert "not allowed" in result.error or "cannot resolve host" in result.error
+    assert time.perf_counter() - started < 3
+
+
+def test_refused_before_any_connection(guarded: Registry, pets: PetsServer) -> None:
+    guarded.add(http_tool("local", f"GET {pets.url}/pets"))
+    guarded.add(http_tool("by_name", f"GET http://localhost:{pets.port}/pets"))
+    for name, shown in (("local", "'127.0.0.1'"), ("by_name", "'localhost' (address ")):
+        result = guarded.call(name)
+        assert not result.success
+        assert f"tool {name!r}: host {shown}" in (result.error or "")
+        assert "http_allowed_hosts" in (result.error or "")
+    assert pets.state.connections == 0 and pets.seen == []
+
+
+def test_allow_list_names_and_addresses(store_url: str, pets: PetsServer) -> None:
+    by_name = Settings(embedder="hash", url=store_url, http_allowed_hosts=("localhost",))
+    with tooldb.open(store_url, settings=by_name) as registry:
+        registry.add(http_tool("name", f"GET http://localhost:{pets.port}/pets"))
+        registry.add(http_tool("address", f"GET {pets.url}/pets"))
+        assert registry.call("name").success
+        assert "not allowed" in (registry.call("address").error or "")
+    by_network = Settings(embedder="hash", url=store_url, http_allowed_hosts=("127.0.0.0/8",))
+    with tooldb.open(store_url, settings=by_network) as registry:
+        assert registry.call("address").success and registry.call("name").success
+
+
+def test_redirects_are_checked_hop_by_hop(http_registry: Registry, pets: PetsServer) -> None:
+    to = urllib.parse.quote
+    http_registry.add(http_tool("hop", f"GET {pets.url}/redirect", {"to": "string"}))
+    ok = http_registry.call("hop", {"to": "/pets/1"})
+    assert ok.success and ok.data["name"] == "Rex"
+    for target in ("http://169.254.169.254/latest", f"http://[::1]:{pets.port}/pets/1"):
+        refused = http_registry.call("hop", {"to": target})
+        assert not refused.success
+        assert f"tool 'hop': redirect to {target}: host " in (refused.error or "")
+        assert "not allowed" in (refused.error or "")
+    hops = f"/redirect?to={to('/redirect')}"
+    for _ in range(6):
+        hops = f"/redirect?to={to(hops)}"
+    assert "more than 5 redirects" in (http_registry.call("hop", {"to": hops}).error or "")
+
+
+def test_cross_origin_redirect_drops_credentials(store_url: str, pets: PetsServer) -> None:
+    settings = Settings(
+        embedder="hash",
+        url=store_url,
+        http_allowed_hosts=("127.0.0.1", "localhost"),
+        secrets={"KEY": "k3y-value", "TOKEN": "s3cret-token"},
+    )
+    with tooldb.open(store_url, settings=settings) as registry:
+        for scheme, auth in (
+            ("key", {"scheme": "api_key", "name": "X-API-Key", "secret": "KEY"}),
+            ("bearer", {"scheme": "bearer", "secret": "TOKEN"}),
+        ):
+            registry.add(http_tool(scheme, f"GET {pets.url}/redirect", {"to": "string"}, auth=auth))
+            same = registry.call(scheme, {"to": "/echo/same"})
+            assert same.success
+            assert {"X-API-Key", "Authorization"} & set(same.data["headers"])
+            other = registry.call(scheme, {"to": f"http://localhost:{pets.port}/echo/other"})
+            assert other.success and other.data["raw_path"] == "/echo/other"
+            assert not {"X-API-Key", "Authorization"} & set(other.data["headers"])
+
+
+# -- hostile: path and headers ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "../admin",
+        "../../etc/passwd",
+        "a/b",
+        "a?b=c",
+        "x#y",
+        "..",
+        ".",
+        "%2e%2e",
+        "%2F",
+        "a b",
+        "ünï/🙂",
+        "..;/admin",
+        "\\..\\x",
+        "@evil.com",
+        "//evil.com/x",
+    ],
+)
+def test_path_parameters_cannot_change_the_path(
+    http_registry: Registry, pets: PetsServer, value: str
+) -> None:
+    http_registry.add(
+        http_tool("echo", f"GET {pets.url}/echo/{{v}}", {"v": {"type": "string", "required": True}})
+    )
+    result = http_registry.call("echo", {"v": value})
+    assert result.success, result.error
+    [seen] = pets.seen
+    assert seen.query == {} and "#" not in seen.raw_path
+    prefix, segment = seen.raw_path.rsplit("/", 1)
+    assert prefix == "/echo" and "/" not in segment and "?" not in segment
+    assert urllib.parse.unquote(segment) == value
+    assert seen.headers["Host"] == f"127.0.0.1:{pets.port}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=1))
+def test_path_encoding_property(value: str) -> None:
+    spec = ToolSpec(
+        name="t",
+        kind="http",
+        target="GET https://api.example.com/v1/items/{id}/x",
+        parameters={"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+    )
+    out = build_request(parse_plan(spec), {"id": value}, lambda _: None)
+    parts = urllib.parse.urlsplit(out.url)
+    assert parts.netloc == "api.example.com" and not parts.query and not parts.fragment
+    head, segment, tail = parts.path.rsplit("/", 2)
+    assert head == "/v1/items" and tail == "x" and segment not in (".", "..")
+    assert urllib.parse.unquote(segment) == value
+
+
+def test_empty_path_parameter_is_refused(http_registry: Registry, pets: PetsServer) -> None:
+    http_registry.add(
+        http_tool(
+            "echo", f"GET {pets.url}/echo/{{v}}/tail", {"v": {"type": "string", "required": True}}
+        )
+    )
+    result = http_registry.call("echo", {"v": ""})
+    assert not result.success and "path parameter 'v' is empty" in (result.error or "")
+    assert pets.seen == []
+
+
+@pytest.mark.parametrize("value", ["a\r\nX-Evil: 1", "a\nb", "a\rb", "nul\x00", "bell\x07"])
+def test_header_injection_is_refused(http_registry: Registry, pets: PetsServer, value: str) -> None:
+    http_registry.add(
+        http_tool(
+            "echo", f"GET {pets.url}/echo/x", {"trace": "string"}, headers={"trace": "X-Trace"}
+        )
+    )
+    result = http_registry.call("echo", {"trace": value})
+    assert not result.success
+    assert "header 'X-Trace'" in (result.error or "") and "injection" in (result.error or "")
+    assert pets.seen == []
+    assert http_registry.call("echo", {"trace": "tab\tis fine"}).success
+
+
+def test_definition_errors_at_registration(registry: Registry) -> None:
+    bad = [
+        ("FETCH https://example.com/x", {}, "METHOD URL"),
+        ("GET /relative/path", {}, "absolute"),
+        ("GET ftp://example.com/x", {}, "absolute"),
+        (
+            "GET https://{host}.example.com/x",
+            {"host": {"type": "string", "required": True}},
+            "path only",
+        ),
+        (
+            "GET https://example.com/x?a={a}",
+            {"a": {"type": "string", "required": True}},
+            "path only",
+        ),
+        ("GET https://example.com/x/{id}", {}, "not a declared parameter"),
+        ("GET https://example.com/x/{id}", {"id": "string"}, "required or have a default"),
+        ("GET https://example.com/x#frag", {}, "fragment"),
+        ("GET https://example.com/x/{id", {}, "unbalanced"),
+        ("GET https://example.com:99999/x", {}, "(?i)port"),
+    ]
+    for target, params, message in bad:
+        with pytest.raises(DefinitionError, match=message):
+            registry.add(http_tool("t", target, params))
+    for metadata, message in (
+        ({"unknown": 1}, "unknown metadata key"),
+        ({"headers": {"a": "Bad Header"}}, "not a valid HTTP header name"),
+        ({"fixed_headers": {"X-A": "1\r\nX-B: 2"}}, "line break"),
+        ({"query": "a"}, "list of argument names"),
+        ({"query": ["a"]}, "not a parameter"),
+        ({"body_format": "xml"}, "body_format"),
+    ):
+        with pytest.raises(DefinitionError, match=message):
+            registry.add(http_tool("t", "POST https://example.com/x", **metadata))
+    assert registry.list() == []
+
+
+# -- hostile: slow and huge ---------------------------------------------------------------
+
+
+def test_timeout_stops_a_slow_server(http_registry: Registry, pets: PetsServer) -> None:
+    http_registry.add(http_tool("slow", f"GET {pets.url}/slow", {"seconds": "number"}))
+    started = time.perf_counter()
+    result = http_registry.call("slow", {"seconds": 3}, timeout_s=0.5)
+    assert time.perf_counter() - started < 2
+    assert not result.success and "timed out after 0.5 s" in (result.error or "")
+    assert http_registry.calls(limit=1)[0].error_kind is ErrorKind.TIMEOUT
+    started = time.perf_counter()
+    result = asyncio.run(http_registry.acall("slow", {"seconds": 3}, timeout_s=0.5))
+    assert time.perf_counter() - started < 2 and "timed out" in (result.error or "")
+
+
+def test_response_size_cap(store_url: str, pets: PetsServer) -> None:
+    settings = Settings(
+        embedder="hash",
+        url=store_url,
+        http_allowed_hosts=("127.0.0.1",),
+        http_max_response_bytes=100_000,
+    )
+    with tooldb.open(store_url, settings=settings) as registry:
+        registry.add(http_tool("big", f"GET {pets.url}/big", {"size": "int", "declared": "int"}))
+        assert registry.call("big", {"size": 100_000}).success
+        streamed = registry.call("big", {"size": 50_000_000})
+        assert "larger than 100000 bytes" in (streamed.error or "")
+        declared = registry.call("big", {"size": 50_000_000, "declared": 1})
+        assert "larger than 100000 bytes (read 50000000" in (declared.error or "")
+        assert asyncio.run(registry.acall("big", {"size": 50_000_000})).success is False
+
+
+def test_cli_call_with_allowed_hosts_from_env(store_url: str, pets: PetsServer) -> None:
+    from typer.testing import CliRunner
+
+    from tooldb.cli import app
+
+    with tooldb.open(store_url, settings=Settings(embedder="hash", url=store_url)) as registry:
+        registry.add(
+            http_tool(
+                "get_pet",
+                f"GET {pets.url}/pets/{{pet_id}}",
+                {"pet_id": {"type": "int", "required": True}},
+            )
+        )
+    runner = CliRunner()
+    args = ["--db", store_url, "call", "get_pet", "--args", '{"pet_id": 2}', "--json"]
+    refused = runner.invoke(app, args)
+    assert refused.exit_code == 1 and "not allowed" in json.loads(refused.stdout)["error"]
+    allowed = runner.invoke(app, args, env={"TOOLDB_HTTP_ALLOWED_HOSTS": "example.com, 127.0.0.1"})
+    assert allowed.exit_code == 0, allowed.output
+    assert json.loads(allowed.stdout)["data"] == {"id": 2, "name": "Tom", "tag": "cat"}
+
+
+def test_settings_for_http(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLDB_HTTP_ALLOWED_HOSTS", " 127.0.0.1 ,*.example.com,")
+    monkeypatch.setenv("TOOLDB_HTTP_TIMEOUT", "2.5")
+    config = tmp_path / "config.toml"
+    config.write_text('http_max_response_bytes = 5\n[secrets]\nPETS_TOKEN = "abc"\n')
+    monkeypatch.setenv("TOOLDB_CONFIG", str(config))
+    loaded = Settings.load()
+    assert loaded.http_allowed_hosts == ("127.0.0.1", "*.example.com")
+    assert loaded.http_timeout_s == 2.5 and loaded.http_max_response_bytes == 5
+    assert loaded.secrets == {"PETS_TOKEN": "abc"} and "abc" not in repr(loaded)
+    config.write_text('secrets = "abc"\n')
+    with pytest.raises(tooldb.UsageError, match="table of strings"):
+        Settings.load()
+    with pytest.raises(tooldb.UsageError, match="must be positive"):
+        Settings(http_timeout_s=0)
+
+
+def test_example_manifest_registers(registry: Registry) -> None:
+    outcomes = registry.add_manifest(Path(__file__).parent.parent / "examples" / "http_tools.yaml")
+    assert {o.record.spec.kind for o in outcomes} == {"http"}
+    traced = registry.get("add_pet_traced").spec
+    assert traced.metadata["body"] == {"pet_name": "name", "tag": "tag"}
+    assert registry.get("private_ping").spec.metadata["auth"]["secret"] == "PETS_TOKEN"
