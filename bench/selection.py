@@ -147,8 +147,8 @@ def evaluate(name: str, settings: Settings, max_queries: int, workdir: Path) -> 
         vectors = embedder.embed(texts) if embedder is not None else [None] * len(texts)
         weights = Weights.from_settings(settings)
         modes = {
-            "BM25 only": replace(weights, dense=0.0, lexical=1.0),
-            "dense only": replace(weights, dense=1.0, lexical=0.0),
+            "BM25 only": replace(weights, lexical_min=1.0, lexical_max=1.0),
+            "dense only": replace(weights, lexical_min=0.0, lexical_max=0.0),
             "tooldb": weights,
         }
         results = {}
@@ -189,18 +189,20 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="*", default=DATASETS)
     parser.add_argument("--max-queries", type=int, default=0, help="0 = every query")
     parser.add_argument("--embedder", default="auto")
-    parser.add_argument("--dense-weight", type=float, default=None)
-    parser.add_argument("--lexical-weight", type=float, default=None)
+    parser.add_argument("--lexical-min", type=float, default=None)
+    parser.add_argument("--lexical-max", type=float, default=None)
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     overrides = {"embedder": args.embedder, "record_decisions": False, "record_calls": False}
-    if args.dense_weight is not None:
-        overrides["select_dense_weight"] = args.dense_weight
-    if args.lexical_weight is not None:
-        overrides["select_lexical_weight"] = args.lexical_weight
+    if args.lexical_min is not None:
+        overrides["select_lexical_weight_min"] = args.lexical_min
+    if args.lexical_max is not None:
+        overrides["select_lexical_weight_max"] = args.lexical_max
     settings = replace(Settings(), **overrides)
-    print(f"# embedder {settings.embedder}; weights dense {settings.select_dense_weight}, "
-          f"lexical {settings.select_lexical_weight}")  # fmt: skip
+    print(
+        f"# embedder {settings.embedder}; lexical share {settings.select_lexical_weight_min}"
+        f"-{settings.select_lexical_weight_max} by coverage"
+    )
     reports = []
     with tempfile.TemporaryDirectory() as workdir:
         for name in args.datasets:

@@ -72,6 +72,28 @@ class BM25Index:
             self._total_length -= float(self._lengths[slot])
             self._docs -= 1
 
+    def idf(self, term: str) -> float:
+        postings = self._postings.get(term)
+        df = 0 if postings is None else int(self._alive[postings.slots[: postings.count]].sum())
+        return math.log(1.0 + (self._docs - df + 0.5) / (df + 0.5))
+
+    def coverage(self, query: str, slot: int) -> float:
+        """The share of the query's idf mass that the document in ``slot`` contains (0-1).
+
+        How well the best lexical match covers the task: a long, chatty task whose best
+        match shares only a word or two is weak lexical evidence, whatever its BM25 score.
+        """
+        words = set(terms(query))
+        total = sum(self.idf(word) for word in words)
+        if total <= 0:
+            return 0.0
+        found = 0.0
+        for word in words:
+            postings = self._postings.get(word)
+            if postings is not None and slot in postings.slots[: postings.count]:
+                found += self.idf(word)
+        return found / total
+
     def scores(self, query: str, size: int) -> npt.NDArray[np.float32]:
         """BM25 score of every slot (0 for slots without a query term or dead)."""
         out = np.zeros(size, dtype=np.float32)

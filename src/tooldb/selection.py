@@ -1,9 +1,13 @@
 """Selection: the k tools most likely to do a task, with the reasons.
 
-Retrieve: a candidate pool from the dense index (cosine of task and tool
-embeddings) and from BM25, each restricted to enabled tools that pass the
-filters. Rank: relevance is a weighted sum of the two scores, each scaled by
-its best value in the pool, so neither dominates by units. Then observed
+Relevance: every enabled tool that passes the filters gets a dense score (cosine
+of task and tool embeddings) and a BM25 score; each is turned into a z-score
+over those tools, so neither dominates by its units, and they are blended with
+a lexical share that depends on the task: how much of the task's idf mass the
+best lexical match covers (a chatty task whose best match shares one generic
+word leans on meaning; a task naming a tool's words leans on words). The best
+``POOL`` tools by that blend are ranked, relevance scaled to 0-1 in the pool
+(measured choice: bench/selection.py, docs/selection.md). Then observed
 performance, the seed design's order (closest, then most successful, then
 fastest): a success rate smoothed towards a prior (a tool with 2 calls is not
 certain; a new tool is not punished) and a latency score, both centred on a
@@ -12,6 +16,7 @@ new tool's values so history only moves a tool away from where it started.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -44,8 +49,10 @@ class Filters:
 
 @dataclass(frozen=True)
 class Weights:
-    dense: float
-    lexical: float
+    lexical_min: float
+    lexical_max: float
+    coverage_midpoint: float
+    coverage_slope: float
     success: float
     latency: float
     prior_calls: float
@@ -55,8 +62,10 @@ class Weights:
     @classmethod
     def from_settings(cls, settings: Settings) -> Weights:
         return cls(
-            dense=settings.select_dense_weight,
-            lexical=settings.select_lexical_weight,
+            lexical_min=settings.select_lexical_weight_min,
+            lexical_max=settings.select_lexical_weight_max,
+            coverage_midpoint=settings.select_coverage_midpoint,
+            coverage_slope=settings.select_coverage_slope,
             success=settings.select_success_weight,
             latency=settings.select_latency_weight,
             prior_calls=settings.select_prior_calls,
@@ -82,6 +91,27 @@ def pool(
     return top[np.isfinite(masked[top])].astype(np.int64)
 
 
+#: Smallest spreads a z-score divides by: in a registry of a few near-identical tools the
+#: spread is near zero, and dividing by it would turn a hair's difference into a full one.
+MIN_DENSE_SPREAD = 0.02  # cosine units
+MIN_LEXICAL_SPREAD = 0.05  # times the best BM25 score
+#: Relevance is 1 for the best tool and falls to 0 this many z units below it.
+Z_SPAN = 4.0
+
+
+def _zscore(
+    scores: npt.NDArray[np.float32], allowed: npt.NDArray[np.bool_], min_spread: float
+) -> npt.NDArray[np.float32]:
+    values = scores[allowed]
+    spread = float(values.std()) if len(values) > 1 else 0.0
+    return ((scores - float(values.mean())) / max(spread, min_spread, 1e-6)).astype(np.float32)
+
+
+def _scaled(fused: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Relevance from 0 to 1: 1 for the best tool, minus its distance below it in z units."""
+    return np.clip(1.0 - (float(fused.max()) - fused) / Z_SPAN, 0.0, 1.0).astype(np.float32)
+
+
 class Ranker:
     """Turns raw dense and lexical scores of a candidate pool into ranked Candidates."""
 
@@ -103,19 +133,28 @@ class Ranker:
         trust = stats.usage_count / (stats.usage_count + self.w.prior_calls)
         return 0.5 + trust * (observed - 0.5)
 
-    def relevance(
-        self, dense: npt.NDArray[np.float32] | None, lexical: npt.NDArray[np.float32]
-    ) -> npt.NDArray[np.float32]:
-        top_lexical = float(lexical.max()) if len(lexical) else 0.0
-        lexical_part = lexical / top_lexical if top_lexical > 0 else np.zeros_like(lexical)
-        if dense is None:
-            return lexical_part.astype(np.float32)
-        top_dense = float(dense.max()) if len(dense) else 0.0
-        dense_part = np.clip(dense, 0.0, None) / top_dense if top_dense > 0 else dense * 0
-        total = self.w.dense + self.w.lexical or 1.0
-        return ((self.w.dense * dense_part + self.w.lexical * lexical_part) / total).astype(
-            np.float32
+    def lexical_share(self, coverage: float) -> float:
+        w = self.w
+        rise = 1.0 / (
+            1.0 + math.exp(-(coverage - w.coverage_midpoint) / max(w.coverage_slope, 1e-6))
         )
+        return w.lexical_min + (w.lexical_max - w.lexical_min) * rise
+
+    def blend(
+        self,
+        dense: npt.NDArray[np.float32] | None,
+        lexical: npt.NDArray[np.float32],
+        allowed: npt.NDArray[np.bool_],
+        coverage: float,
+    ) -> npt.NDArray[np.float32]:
+        """The fused score of every slot (only allowed slots are meaningful)."""
+        top = float(lexical[allowed].max()) if allowed.any() else 0.0
+        lexical_z = _zscore(lexical, allowed, MIN_LEXICAL_SPREAD * top)
+        if dense is None:
+            return lexical_z
+        share = self.lexical_share(coverage)
+        dense_z = _zscore(dense, allowed, MIN_DENSE_SPREAD)
+        return ((1.0 - share) * dense_z + share * lexical_z).astype(np.float32)
 
     def final(self, relevance: float, success: float, latency: float) -> float:
         return (
@@ -153,14 +192,12 @@ class Selector:
                 if query_vector is None:
                     query_vector = self.embedder.embed([task])[0]
                 dense_all = index.dense.scores(query_vector, size)
-            depth = max(POOL_MIN, POOL_FACTOR * k)
-            slots = pool(lexical_all, allowed & (lexical_all > 0), depth)
-            if dense_all is not None:
-                slots = np.union1d(
-                    slots, pool(dense_all, allowed & index.dense.present[:size], depth)
-                )
-            if len(slots) == 0:  # nothing matches at all: any allowed tool, in registry order
-                slots = np.flatnonzero(allowed)[:depth]
+            best_lexical = int(np.argmax(np.where(allowed, lexical_all, -np.inf)))
+            coverage = (
+                index.lexical.coverage(task, best_lexical) if lexical_all[best_lexical] > 0 else 0.0
+            )
+            fused = self.ranker.blend(dense_all, lexical_all, allowed, coverage)
+            slots = pool(fused, allowed, max(POOL_MIN, POOL_FACTOR * k))
             ids = [index.slots.ids[s] for s in slots]
             meta = [
                 (index.slots.names[s], index.slots.categories[s], index.slots.kinds[s])
@@ -169,7 +206,7 @@ class Selector:
         stats = index.store.live_stats(index.tenant, ids)
         dense = dense_all[slots] if dense_all is not None else None
         lexical = lexical_all[slots]
-        relevance = self.ranker.relevance(dense, lexical)
+        relevance = _scaled(fused[slots])
         candidates = []
         for i, tool_id in enumerate(ids):
             live = stats.get(tool_id)

@@ -50,9 +50,12 @@ class Settings:
     embedder: str = "auto"
     embedder_url: str = ""
     embedder_api_key_env: str = "OPENAI_API_KEY"
-    #: Selection: relevance fusion weights (dense + lexical), then performance terms.
-    select_dense_weight: float = 0.6
-    select_lexical_weight: float = 0.4
+    #: Selection: the lexical share of relevance runs from min to max with how much of the
+    #: task the best lexical match covers (a sigmoid at ``midpoint`` with ``slope``).
+    select_lexical_weight_min: float = 0.2
+    select_lexical_weight_max: float = 0.8
+    select_coverage_midpoint: float = 0.2
+    select_coverage_slope: float = 0.1
     select_success_weight: float = 0.3
     select_latency_weight: float = 0.05
     #: Pseudo-calls of prior belief in a new tool's success (smoothing), and that belief.
