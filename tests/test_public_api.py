@@ -3,7 +3,8 @@
 import tooldb
 
 EXPECTED = {
-    "ArgumentError", "Binder", "BoundCall", "CallRecord", "DefinitionError", "ErrorKind",
+    "ArgumentError", "Binder", "BoundCall", "Candidate", "Selection", "CallRecord",
+    "DefinitionError", "ErrorKind",
     "ExecutionError", "ModelError", "NotFound", "Registry", "Returns", "Settings", "StoreError",
     "ToolDBError", "ToolDisabled", "ToolKind", "ToolRecord", "ToolResult", "ToolSpec", "ToolStats",
     "ToolTimeout", "ToolVersion", "UsageError", "__version__", "normalize_parameters", "open",

@@ -10,6 +10,7 @@ def add(a: int, b: int = 1) -> int:
 registry = tooldb.open()          # SQLite in the user data dir, or TOOLDB_URL
 registry.add(add)
 registry.call("add", {"a": 2})    # ToolResult(success=True, output='3', data=3, ...)
+registry.select("sum two numbers", k=3)   # Selection: the best tools, scores explained
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ from .settings import Settings
 from .types import (
     BoundCall,
     CallRecord,
+    Candidate,
     ErrorKind,
     Returns,
+    Selection,
     ToolKind,
     ToolRecord,
     ToolResult,
@@ -52,6 +55,7 @@ __all__ = [
     "Binder",
     "BoundCall",
     "CallRecord",
+    "Candidate",
     "DefinitionError",
     "ErrorKind",
     "ExecutionError",
@@ -59,6 +63,7 @@ __all__ = [
     "NotFound",
     "Registry",
     "Returns",
+    "Selection",
     "Settings",
     "StoreError",
     "ToolDBError",

@@ -19,13 +19,12 @@ import logging
 import math
 import os
 import tempfile
-import threading
 from collections.abc import AsyncIterator, Coroutine
-from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
+from .background_loop import BackgroundLoop, background_loop
 from .errors import ExecutionError, ToolTimeout
 from .mcp_config import ServerConfig
 
@@ -54,36 +53,8 @@ def sdk_available() -> bool:
     return True
 
 
-class _LoopThread:
-    """The process's one event loop for MCP sessions, in a daemon thread."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=self.loop.run_forever, name="tooldb-mcp", daemon=True)
-        thread.start()
-
-    def submit(self, coro: Coroutine[Any, Any, _T]) -> Future[_T]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-
-_LOOP: _LoopThread | None = None
-_LOOP_LOCK = threading.Lock()
-
-
-def _forget_loop_after_fork() -> None:
-    global _LOOP
-    _LOOP = None
-
-
-os.register_at_fork(after_in_child=_forget_loop_after_fork)
-
-
-def _loop_thread() -> _LoopThread:
-    global _LOOP
-    with _LOOP_LOCK:
-        if _LOOP is None:
-            _LOOP = _LoopThread()
-        return _LOOP
+def _loop_thread() -> BackgroundLoop:
+    return background_loop("tooldb-mcp")
 
 
 class _EofWatch:
@@ -294,7 +265,7 @@ class SessionManager:
         return len(self._sessions)
 
     # -- plumbing --------------------------------------------------------------
-    def _runner(self) -> _LoopThread:
+    def _runner(self) -> BackgroundLoop:
         if self._pid != os.getpid():  # a forked child cannot use the parent's sessions
             self._sessions, self._stopping, self._pid = {}, set(), os.getpid()
         self._used = True

@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-import os
 import threading
-from collections.abc import Callable, Coroutine
-from concurrent.futures import Future
+from collections.abc import Callable
 from typing import Any
 
+from ..background_loop import BackgroundLoop, background_loop
 from ..errors import DefinitionError, ExecutionError, ToolTimeout
 from ..types import ToolKind, ToolRecord, ToolSpec
 from .deadline import DeadlineExceeded, deadline
@@ -116,35 +115,5 @@ def _import_target(target: str) -> Callable[..., Any]:
     return value
 
 
-class _LoopThread:
-    """A private event loop in a daemon thread, so sync callers can run async tools
-    even when they are themselves inside someone else's running loop."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=self.loop.run_forever, name="tooldb-async", daemon=True)
-        thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
-        future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        return future.result()
-
-
-_LOOP: _LoopThread | None = None
-_LOOP_LOCK = threading.Lock()
-
-
-def _forget_loop_after_fork() -> None:
-    global _LOOP
-    _LOOP = None
-
-
-os.register_at_fork(after_in_child=_forget_loop_after_fork)
-
-
-def _loop_thread() -> _LoopThread:
-    global _LOOP
-    with _LOOP_LOCK:
-        if _LOOP is None:
-            _LOOP = _LoopThread()
-        return _LOOP
+def _loop_thread() -> BackgroundLoop:
+    return background_loop("tooldb-async")
