@@ -207,28 +207,30 @@ class Selector:
         dense = dense_all[slots] if dense_all is not None else None
         lexical = lexical_all[slots]
         relevance = _scaled(fused[slots])
-        candidates = []
-        for i, tool_id in enumerate(ids):
-            live = stats.get(tool_id)
-            success, latency = self.ranker.success(live), self.ranker.latency(live)
-            name, category, kind = meta[i]
-            candidates.append(
-                Candidate(
-                    name=name,
-                    rank=0,
-                    final=round(self.ranker.final(float(relevance[i]), success, latency), 6),
-                    relevance=round(float(relevance[i]), 6),
-                    dense=round(float(dense[i]), 6) if dense is not None else None,
-                    lexical=round(float(lexical[i]), 6),
-                    success=round(success, 6),
-                    latency=round(latency, 6),
-                    calls=live.usage_count if live else 0,
-                    category=category,
-                    kind=kind,
-                )
+        lives = [stats.get(tool_id) for tool_id in ids]
+        success = [self.ranker.success(live) for live in lives]
+        latency = [self.ranker.latency(live) for live in lives]
+        final = [
+            self.ranker.final(float(relevance[i]), success[i], latency[i]) for i in range(len(ids))
+        ]
+        # Sort on plain numbers; only the k chosen become objects (a pool can be 500 tools).
+        order = sorted(range(len(ids)), key=lambda i: (-final[i], -relevance[i], meta[i][0]))
+        chosen = [
+            Candidate(
+                name=meta[i][0],
+                rank=rank,
+                final=round(final[i], 6),
+                relevance=round(float(relevance[i]), 6),
+                dense=round(float(dense[i]), 6) if dense is not None else None,
+                lexical=round(float(lexical[i]), 6),
+                success=round(success[i], 6),
+                latency=round(latency[i], 6),
+                calls=lives[i].usage_count if lives[i] else 0,  # type: ignore[union-attr]
+                category=meta[i][1],
+                kind=meta[i][2],
             )
-        candidates.sort(key=lambda c: (-c.final, -c.relevance, c.name))
-        chosen = [c.model_copy(update={"rank": r + 1}) for r, c in enumerate(candidates[:k])]
+            for rank, i in enumerate(order[:k], start=1)
+        ]
         return Selection(
             task=task,
             candidates=chosen,
