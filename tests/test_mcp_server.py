@@ -3,6 +3,8 @@ against the real server process (stdio and streamable HTTP)."""
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import subprocess
 import sys
@@ -38,8 +40,12 @@ def url(store_url: str) -> Iterator[str]:
 
 @asynccontextmanager
 async def stdio_session(url: str, *args: str, log: Path) -> AsyncIterator[Client]:
+    # The whole environment, so the server uses the tests' model-free embedder and home.
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "tooldb", "--db", url, "mcp", *args], cwd=str(ROOT)
+        command=sys.executable,
+        args=["-m", "tooldb", "--db", url, "mcp", *args],
+        cwd=str(ROOT),
+        env=dict(os.environ),
     )
     with log.open("w") as errlog:
         async with Client(stdio_client(params, errlog=errlog)) as client:
@@ -103,6 +109,102 @@ def test_category_and_tenant_limit_what_is_served(sqlite_url: str, tmp_path: Pat
             assert (await c.list_tools()).tools == []
 
     anyio.run(scenario)
+
+
+def _add_examples(url: str) -> None:
+    process = subprocess.run(
+        [sys.executable, "-m", "tooldb", "--db", url, "add", "python", "tooldb.examples.basic"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert process.returncode == 0, process.stderr
+
+
+def test_select_mode_searches_then_calls(store_url: str, tmp_path: Path) -> None:
+    _add_examples(store_url)
+    registry = open_with(store_url)
+    registry.disable("slugify")
+
+    async def scenario() -> None:
+        async with stdio_session(store_url, "--select", "-k", "3", log=tmp_path / "s.log") as c:
+            listed = {t.name: t for t in (await c.list_tools()).tools}
+            assert set(listed) == {"search_tools", "call_tool"}
+            assert listed["search_tools"].input_schema["properties"]["k"]["default"] == 3
+
+            query = "convert a temperature from Celsius to Fahrenheit"
+            found = await c.call_tool("search_tools", {"query": query})
+            assert not found.is_error
+            document = found.structured_content
+            assert document == json.loads(text_of(found))
+            assert len(document["tools"]) == 3
+            best = document["tools"][0]
+            assert best["name"] == "convert_temperature" and best["category"] == "units"
+            assert best["parameters"] == registry.get("convert_temperature").spec.parameters
+            assert best["description"].startswith("Convert a temperature")
+            decision = registry.store.get_decision(registry.tenant, document["decision_id"])
+            assert decision is not None and decision["task"] == query and decision["k"] == 3
+            assert decision["chosen"] == "convert_temperature"
+
+            called = await c.call_tool(
+                "call_tool",
+                {"name": "convert_temperature",
+                 "arguments": {"value": 100, "from_unit": "C", "to_unit": "F"}},
+            )  # fmt: skip
+            assert not called.is_error and text_of(called) == "212.0"
+            (record,) = registry.calls(tool="convert_temperature")
+            assert record.success and record.id == called.meta["tooldb/call_id"]
+
+            wrong = await c.call_tool(
+                "call_tool", {"name": "convert_temperature", "arguments": {"value": "hot"}}
+            )
+            assert wrong.is_error and "'value'" in text_of(wrong)
+            assert registry.calls(tool="convert_temperature")[0].error_kind is ErrorKind.ARGUMENTS
+
+            slugs = await c.call_tool("search_tools", {"query": "slugify a text", "k": 10})
+            assert "slugify" not in {t["name"] for t in slugs.structured_content["tools"]}
+            disabled = await c.call_tool("call_tool", {"name": "slugify", "arguments": {}})
+            assert disabled.is_error and "disabled" in text_of(disabled)
+            unknown = await c.call_tool("call_tool", {"name": "nope"})
+            assert unknown.is_error and "no tool named 'nope'" in text_of(unknown)
+            empty = await c.call_tool("search_tools", {"query": " "})
+            assert empty.is_error and "query" in text_of(empty)
+            with pytest.raises(MCPError, match="search_tools"):
+                await c.call_tool("add", {"a": 1, "b": 2})
+
+    try:
+        anyio.run(scenario)
+    finally:
+        registry.close()
+
+
+def test_select_mode_category_and_tenant(sqlite_url: str, tmp_path: Path) -> None:
+    _add_examples(sqlite_url)
+
+    async def scenario() -> None:
+        args = ("--select", "--category", "math")
+        async with stdio_session(sqlite_url, *args, log=tmp_path / "a.log") as c:
+            found = await c.call_tool("search_tools", {"query": "convert a temperature", "k": 10})
+            assert {t["category"] for t in found.structured_content["tools"]} == {"math"}
+            outside = await c.call_tool(
+                "call_tool",
+                {"name": "convert_temperature",
+                 "arguments": {"value": 1, "from_unit": "C", "to_unit": "K"}},
+            )  # fmt: skip
+            assert outside.is_error and "category 'math'" in text_of(outside)
+            other = await c.call_tool("search_tools", {"query": "add", "category": "text"})
+            assert other.is_error and "only category 'math'" in text_of(other)
+            added = await c.call_tool("call_tool", {"name": "add", "arguments": {"a": 1, "b": 2}})
+            assert not added.is_error and text_of(added) == "3"
+        async with stdio_session(
+            sqlite_url, "--select", "--tenant", "other", log=tmp_path / "b.log"
+        ) as c:
+            found = await c.call_tool("search_tools", {"query": "add two numbers"})
+            assert found.structured_content["tools"] == []
+            missing = await c.call_tool("call_tool", {"name": "add", "arguments": {"a": 1}})
+            assert missing.is_error and "no tool named 'add'" in text_of(missing)
+
+    anyio.run(scenario)
+    with open_with(sqlite_url) as registry:
+        assert registry.calls(tool="convert_temperature") == []
 
 
 def _free_port() -> int:

@@ -478,15 +478,36 @@ def mcp_serve(
     tenant: Annotated[
         str | None, typer.Option("--tenant", help="Serve this tenant (overrides the global one).")
     ] = None,
+    select: Annotated[
+        bool,
+        typer.Option(
+            "--select",
+            help="Offer two tools, search_tools (tooldb selection) and call_tool, "
+            "instead of every tool's schema (for large registries).",
+        ),
+    ] = False,
+    k: Annotated[
+        int,
+        typer.Option("-k", "--k", min=1, max=100, help="With --select: search_tools' default k."),
+    ] = 5,
 ) -> None:
     """Serve the registry's enabled tools to MCP clients; calls are bound, run and recorded."""
-    from .mcp_server import RegistryTools, require_sdk, serve_http, serve_stdio
+    from .mcp_server import (
+        RegistryTools,
+        SelectionTools,
+        ToolSource,
+        require_sdk,
+        serve_http,
+        serve_stdio,
+    )
 
     with _errors():
         require_sdk()
     _state.tenant = tenant or _state.tenant
     with _registry(False) as registry:
-        source = RegistryTools(registry, category)
+        source: ToolSource = (
+            SelectionTools(registry, category, k) if select else RegistryTools(registry, category)
+        )
         if transport is McpTransport.http:
             serve_http(source, host, port)
         else:
