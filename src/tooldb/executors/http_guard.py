@@ -250,7 +250,11 @@ class _GuardedTransport(httpx.HTTPTransport):
         super().__init__(verify=False)  # cheap: this pool and its context are replaced
         _expect_pool(self, httpcore.ConnectionPool)
         self._pool = httpcore.ConnectionPool(
-            ssl_context=ssl_context, network_backend=_GuardedBackend(policy)
+            ssl_context=ssl_context,
+            network_backend=_GuardedBackend(policy),
+            max_connections=MAX_CONNECTIONS,
+            max_keepalive_connections=MAX_KEEPALIVE,
+            keepalive_expiry=KEEPALIVE_EXPIRY_S,
         )
 
 
@@ -259,8 +263,17 @@ class _AsyncGuardedTransport(httpx.AsyncHTTPTransport):
         super().__init__(verify=False)
         _expect_pool(self, httpcore.AsyncConnectionPool)
         self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context, network_backend=_AsyncGuardedBackend(policy)
+            ssl_context=ssl_context,
+            network_backend=_AsyncGuardedBackend(policy),
+            max_connections=MAX_CONNECTIONS,
+            max_keepalive_connections=MAX_KEEPALIVE,
+            keepalive_expiry=KEEPALIVE_EXPIRY_S,
         )
+
+
+#: httpx's own defaults (``httpx.Limits()``): a bare httpcore pool would allow only 10
+#: connections, so a ``call_many`` of 100 http calls ran in waves of 10.
+MAX_CONNECTIONS, MAX_KEEPALIVE, KEEPALIVE_EXPIRY_S = 100, 20, 5.0
 
 
 def _expect_pool(transport: object, kind: type) -> None:
