@@ -95,7 +95,7 @@ def pool(
 #: spread is near zero, and dividing by it would turn a hair's difference into a full one.
 MIN_DENSE_SPREAD = 0.02  # cosine units
 MIN_LEXICAL_SPREAD = 0.05  # times the best BM25 score
-#: Relevance is 1 for the best tool and falls to 0 this many z units below it.
+#: Relevance is 1 for the best tool and 1/e this many z units below it.
 Z_SPAN = 4.0
 
 
@@ -108,8 +108,9 @@ def _zscore(
 
 
 def _scaled(fused: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    """Relevance from 0 to 1: 1 for the best tool, minus its distance below it in z units."""
-    return np.clip(1.0 - (float(fused.max()) - fused) / Z_SPAN, 0.0, 1.0).astype(np.float32)
+    """Relevance in (0, 1]: 1 for the best tool, decaying with the distance below it in z
+    units. Never clipped: a floor would tie every weaker tool and let names order them."""
+    return np.exp(-(float(fused.max()) - fused) / Z_SPAN).astype(np.float32)
 
 
 class Ranker:
@@ -206,7 +207,8 @@ class Selector:
         stats = index.store.live_stats(index.tenant, ids)
         dense = dense_all[slots] if dense_all is not None else None
         lexical = lexical_all[slots]
-        relevance = _scaled(fused[slots])
+        pooled = fused[slots]
+        relevance = _scaled(pooled)
         lives = [stats.get(tool_id) for tool_id in ids]
         success = [self.ranker.success(live) for live in lives]
         latency = [self.ranker.latency(live) for live in lives]
@@ -214,7 +216,7 @@ class Selector:
             self.ranker.final(float(relevance[i]), success[i], latency[i]) for i in range(len(ids))
         ]
         # Sort on plain numbers; only the k chosen become objects (a pool can be 500 tools).
-        order = sorted(range(len(ids)), key=lambda i: (-final[i], -relevance[i], meta[i][0]))
+        order = sorted(range(len(ids)), key=lambda i: (-final[i], -pooled[i], meta[i][0]))
         chosen = [
             Candidate(
                 name=meta[i][0],
