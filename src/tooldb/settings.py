@@ -64,6 +64,18 @@ class Settings:
     #: A tool this slow (average ms) gets half the latency score.
     select_latency_ref_ms: float = 1000.0
     record_decisions: bool = True
+    #: Agents: ``provider:model`` (empty = no model: ``tooldb run`` uses the router),
+    #: the server's base URL (OpenAI-compatible providers), the env var holding the key.
+    model: str = ""
+    model_base_url: str = ""
+    model_api_key_env: str = ""
+    model_max_tokens: int = 4096
+    model_timeout_s: float = 120.0
+    #: Default limits of an agent run (an agent's own limits override them).
+    agent_max_iterations: int = 10
+    agent_max_tool_calls: int = 15
+    agent_max_retries_per_tool: int = 2
+    agent_timeout_s: float = 300.0
     max_parallel_calls: int = 16
     max_parallel_per_tool: int = 8
     connections: dict[str, str] = field(default_factory=dict)
@@ -189,6 +201,8 @@ _ENV_KEYS = {
     "TOOLDB_HTTP_ALLOWED_HOSTS": "http_allowed_hosts",
     "TOOLDB_HTTP_TIMEOUT": "http_timeout_s",
     "TOOLDB_HTTP_MAX_RESPONSE_BYTES": "http_max_response_bytes",
+    "TOOLDB_MODEL": "model",
+    "TOOLDB_MODEL_BASE_URL": "model_base_url",
 }
 
 

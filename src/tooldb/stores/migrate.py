@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-HEAD = "0002_selection"
+HEAD = "0003_agents"
 VERSION_TABLE = "alembic_version"
 
 

@@ -138,3 +138,86 @@ decisions = sa.Table(
 )
 sa.Index("ix_decisions_tenant_created", decisions.c.tenant, decisions.c.created_at)
 sa.Index("ix_decisions_run", decisions.c.run_id)
+
+#: One row per agent run (LLM loop or router); ``parent_run_id`` links sub-agent runs.
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("parent_run_id", sa.Text, nullable=True),
+    sa.Column("agent", sa.Text, nullable=True),
+    sa.Column("mode", sa.Text, nullable=False),
+    sa.Column("model", sa.Text, nullable=True),
+    sa.Column("task", sa.Text, nullable=False),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("output", sa.Text, nullable=True),
+    sa.Column("data", Json, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("requires_review", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("review_reason", sa.Text, nullable=True),
+    sa.Column("iterations", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("tool_calls", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("input_tokens", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("output_tokens", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("metadata", Json, nullable=False),
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("ended_at", sa.Float, nullable=True),
+)
+sa.Index("ix_runs_tenant_started", runs.c.tenant, runs.c.started_at)
+sa.Index("ix_runs_parent", runs.c.parent_run_id)
+
+#: The conversation of a run, one message per row in order (``seq``), written as it happens.
+run_messages = sa.Table(
+    "run_messages",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column(
+        "run_id",
+        sa.Text,
+        sa.ForeignKey("runs.id", ondelete="CASCADE", name="fk_run_messages_run"),
+        nullable=False,
+    ),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("iteration", sa.Integer, nullable=False),
+    sa.Column("role", sa.Text, nullable=False),
+    sa.Column("message", Json, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("run_id", "seq", name="uq_run_messages_run_seq"),
+)
+
+#: Skills: a description an agent sees first, instructions and tools it unlocks when loaded.
+skills = sa.Table(
+    "skills",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("description", sa.Text, nullable=False),
+    sa.Column("instructions", sa.Text, nullable=False),
+    sa.Column("parent", sa.Text, nullable=True),
+    sa.Column("depends_on", Json, nullable=False),
+    sa.Column("tools", Json, nullable=False),
+    sa.Column("metadata", Json, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("content_hash", sa.Text, nullable=False),
+    sa.Column("active", sa.Boolean, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("tenant", "name", name="uq_skills_tenant_name"),
+)
+
+#: Agent definitions (instructions, model, skills, tools, limits) as one JSON document.
+agents = sa.Table(
+    "agents",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("definition", Json, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("content_hash", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("tenant", "name", name="uq_agents_tenant_name"),
+)
