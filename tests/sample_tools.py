@@ -6,6 +6,7 @@ import asyncio
 import time
 
 from tooldb import tool
+from tooldb.types import LoopContext
 
 
 @tool(category="math")
@@ -65,3 +66,19 @@ async def sleep_async(seconds: float) -> str:
     """Await asyncio.sleep."""
     await asyncio.sleep(seconds)
     return "slept"
+
+
+@tool
+def whoami(note: str, ctx: LoopContext | None = None) -> dict[str, object]:
+    """Report the run this call belongs to (a tool that asks for the LoopContext)."""
+    if ctx is None:
+        return {"note": note, "run": None}
+    ctx.state["seen"] = ctx.state.get("seen", 0) + 1
+    return {
+        "note": note,
+        "run": ctx.run_id,
+        "iteration": ctx.iteration,
+        "history": [use.tool for use in ctx.history],
+        "is_subagent": ctx.is_subagent,
+        "parent": ctx.parent_run_id,
+    }

@@ -21,8 +21,9 @@ from typing import Any, TypeVar, overload
 from jsonschema import Draft202012Validator
 
 from .binding import normalize_parameters
+from .context import CONTEXT_KEY
 from .errors import DefinitionError
-from .types import Returns, ToolKind, ToolSpec
+from .types import LoopContext, Returns, ToolKind, ToolSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 SPEC_ATTRIBUTE = "__tooldb_spec__"
@@ -88,6 +89,9 @@ def spec_from_function(
         )
     summary, param_docs = parse_docstring(inspect.getdoc(func) or "")
     hints = _hints(func)
+    context = context_parameter(hints)
+    if context is not None:
+        metadata = {**(metadata or {}), CONTEXT_KEY: context}
     try:
         return ToolSpec(
             name=name or func.__name__,
@@ -139,6 +143,25 @@ def _hints(func: Callable[..., Any]) -> dict[str, Any]:
         ) from None
 
 
+def _is_context_hint(hint: Any) -> bool:
+    if hint is LoopContext:
+        return True
+    args = typing.get_args(hint)
+    return (
+        bool(args)
+        and LoopContext in args
+        and all(a is LoopContext or a is type(None) for a in args)
+    )
+
+
+def context_parameter(hints: dict[str, Any]) -> str | None:
+    """The parameter annotated ``LoopContext`` (or ``LoopContext | None``), if any."""
+    names = [name for name, hint in hints.items() if name != "return" and _is_context_hint(hint)]
+    if len(names) > 1:
+        raise DefinitionError(f"only one parameter may take the LoopContext, got {names}")
+    return names[0] if names else None
+
+
 def _parameters_schema(
     func: Callable[..., Any], hints: dict[str, Any], docs: dict[str, str]
 ) -> dict[str, Any]:
@@ -151,6 +174,8 @@ def _parameters_schema(
             open_ended = True
             continue
         if param.kind is param.VAR_POSITIONAL or param.name in {"self", "cls"}:
+            continue
+        if _is_context_hint(hints.get(param.name)):  # injected by the agent loop, not an argument
             continue
         if param.kind is param.POSITIONAL_ONLY:  # tools are called with keyword arguments
             raise DefinitionError(f"parameter {param.name!r} is positional-only")

@@ -279,3 +279,96 @@ class Selection(BaseModel):
     @property
     def names(self) -> list[str]:
         return [candidate.name for candidate in self.candidates]
+
+
+# -- agents ----------------------------------------------------------------------
+
+
+class RunStatus(StrEnum):
+    """How an agent run ended (``running`` while it is under way)."""
+
+    RUNNING = "running"
+    SUCCESS = "success"
+    ERROR = "error"
+    PARTIAL = "partial"  # a limit stopped it: requires review, keeps what it gathered
+
+
+class ToolUse(BaseModel):
+    """One tool call made during a run, as the run's history and LoopContext show it."""
+
+    tool: str
+    arguments: Any = None
+    success: bool
+    output: str = ""
+    error: str | None = None
+    call_id: int | None = None
+    iteration: int = 0
+    duration_ms: float = 0.0
+
+
+class LoopContext(BaseModel):
+    """Given to a Python tool that declares a parameter annotated ``LoopContext``
+    (the parameter is hidden from the tool's schema). Outside a run it is None."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    run_id: str
+    iteration: int
+    history: list[ToolUse] = Field(default_factory=list)
+    is_subagent: bool = False
+    parent_run_id: str | None = None
+    agent: str | None = None
+    #: Mutable state shared by the tools (and sub-agents) of one run tree.
+    state: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunResult(BaseModel):
+    """What an agent run returns, and what ``tooldb run show`` prints.
+
+    Never raised, always returned: a run that hits a limit is ``partial`` with
+    ``requires_review`` and everything gathered so far."""
+
+    run_id: str
+    status: RunStatus
+    output: str = ""
+    data: Any = None
+    error: str | None = None
+    requires_review: bool = False
+    review_reason: str | None = None
+    task: str = ""
+    agent: str | None = None
+    mode: str = "llm"
+    model: str | None = None
+    parent_run_id: str | None = None
+    iterations: int = 0
+    tool_calls: list[ToolUse] = Field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    duration_ms: float = 0.0
+
+    @property
+    def success(self) -> bool:
+        return self.status is RunStatus.SUCCESS
+
+
+class RunRecord(BaseModel):
+    """One row of the run log (``tooldb runs``)."""
+
+    id: str
+    tenant: str
+    parent_run_id: str | None
+    agent: str | None
+    mode: str
+    model: str | None
+    task: str
+    status: RunStatus
+    output: str | None
+    error: str | None
+    requires_review: bool
+    review_reason: str | None
+    iterations: int
+    tool_calls: int
+    input_tokens: int
+    output_tokens: int
+    started_at: float
+    ended_at: float | None

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..background_loop import BackgroundLoop, background_loop
+from ..context import CONTEXT_KEY, current_context
 from ..errors import DefinitionError, ExecutionError, ToolTimeout
 from ..types import ToolKind, ToolRecord, ToolSpec
 from .deadline import DeadlineExceeded, deadline
@@ -47,6 +48,7 @@ class PythonExecutor:
 
     def run(self, tool: ToolRecord, arguments: dict[str, Any], timeout_s: float | None) -> Any:
         func = self._callable(tool)
+        arguments = with_context(tool, arguments)
         if inspect.iscoroutinefunction(func):
             return _loop_thread().run(self._run_async(tool, func, arguments, timeout_s))
         try:
@@ -63,7 +65,7 @@ class PythonExecutor:
     ) -> Any:
         func = self._callable(tool)
         if inspect.iscoroutinefunction(func):
-            return await self._run_async(tool, func, arguments, timeout_s)
+            return await self._run_async(tool, func, with_context(tool, arguments), timeout_s)
         return await run_blocking(self.run, tool, arguments, timeout_s)
 
     async def _run_async(
@@ -87,6 +89,14 @@ class PythonExecutor:
             return self.resolve(tool.spec.target)
         except DefinitionError as exc:
             raise ExecutionError(str(exc)) from None
+
+
+def with_context(tool: ToolRecord, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Add the current LoopContext for a tool that declared a parameter for it."""
+    name = tool.spec.metadata.get(CONTEXT_KEY)
+    if not name:
+        return arguments
+    return {**arguments, name: current_context()}
 
 
 def _timeout(tool: ToolRecord, timeout_s: float | None) -> ToolTimeout:

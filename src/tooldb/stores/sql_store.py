@@ -22,6 +22,7 @@ from sqlalchemy.pool import PoolProxiedConnection
 from ..errors import StoreError, UsageError
 from ..types import CallRecord, ErrorKind, ToolRecord, ToolSpec, ToolStats, ToolVersion
 from . import migrate
+from .agent_rows import AgentRows
 from .schema import calls, tool_search, tool_versions, tools
 from .search_rows import Generation, SearchRows, bump_generation, upsert_document
 from .sqlite import Checkpointer
@@ -49,7 +50,7 @@ class PutOutcome:
     status: str
 
 
-class SQLStore(SearchRows):
+class SQLStore(SearchRows, AgentRows):
     """Tools, versions, the call log and the selection tables in one SQL database."""
 
     def __init__(self, engine: sa.Engine, *, checkpointer: Checkpointer | None = None) -> None:

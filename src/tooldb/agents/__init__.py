@@ -1,0 +1,8 @@
+"""Agent loops on top of the registry: the LLM tool-calling loop and the no-LLM router."""
+
+from __future__ import annotations
+
+from .limits import Limits
+from .loop import AgentLoop
+
+__all__ = ["AgentLoop", "Limits"]

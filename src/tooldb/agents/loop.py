@@ -1,0 +1,399 @@
+"""The LLM tool-calling loop: model turn → tool calls (in parallel) → results → repeat.
+
+It never raises for what a model or a tool does. A tool error, an argument error,
+an unknown tool or arguments that are not JSON go back to the model as a tool
+result with the error text; a limit (iterations, tool calls, wall clock) or a
+model failure ends the run with what it gathered, flagged for review. Every run
+is persisted as it goes (agents/run_log.py) and every call is recorded with the
+run's id, so the run can be replayed and explained.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..context import use_context
+from ..errors import ArgumentError, ModelError, ToolDBError
+from ..models.base import Message, Model, ModelTurn, ToolCall, ToolChoice, Usage
+from ..parallel import run_sync
+from ..types import LoopContext, RunResult, RunStatus, ToolResult, ToolUse
+from .limits import Limits
+from .run_log import RunLog
+from .toolbox import Builtin, Toolbox
+from .tracing import Tracer, tracer_for
+
+if TYPE_CHECKING:
+    from ..registry import Registry
+
+EMPTY_TURN_NUDGE = "Your last reply was empty. Answer the task, or call one of the tools."
+MAX_EMPTY_TURNS = 2
+
+
+class AgentLoop:
+    """Runs tasks with a model and the registry's tools.
+
+    ``tools`` pins the tools offered (by name); without it the loop offers the
+    ``select_k`` tools selection finds for the task plus ``search_tools`` to find
+    more. ``tool_choice`` applies to the first turn (``required`` then relaxes to
+    ``auto`` so the model can answer). ``builtins`` adds loop-implemented tools.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        model: Model,
+        *,
+        instructions: str = "",
+        tools: Sequence[str] | None = None,
+        limits: Limits | None = None,
+        tool_choice: str | ToolChoice | None = None,
+        select_k: int = 8,
+        agent: str | None = None,
+        builtins: Sequence[Builtin] = (),
+        tracer: Tracer | None = None,
+    ) -> None:
+        self.registry = registry
+        self.model = model
+        self.instructions = instructions
+        self.tools = list(tools) if tools is not None else None
+        self.limits = limits or Limits.from_settings(registry.settings)
+        self.tool_choice = ToolChoice.parse(tool_choice)
+        self.select_k = select_k
+        self.agent = agent
+        self.extra_builtins = list(builtins)
+        self.tracer = tracer or tracer_for(registry.settings)
+
+    def run(self, task: str, *, parent: LoopContext | None = None) -> RunResult:
+        """Run ``task`` to an answer, a limit or a failure; never raises for either."""
+        return run_sync(self.arun(task, parent=parent))
+
+    async def arun(self, task: str, *, parent: LoopContext | None = None) -> RunResult:
+        return await _Run(self, task, parent).execute()
+
+
+class _Run:
+    """The state of one run (a fresh one per ``arun``)."""
+
+    def __init__(self, loop: AgentLoop, task: str, parent: LoopContext | None) -> None:
+        if not isinstance(task, str) or not task.strip():
+            from ..errors import UsageError
+
+            raise UsageError("the task must be a non-empty string")
+        self.loop = loop
+        self.registry = loop.registry
+        self.task = task
+        self.limits = loop.limits
+        self.run_id = uuid.uuid4().hex
+        self.parent = parent
+        self.history: list[ToolUse] = []
+        self.usage = Usage()
+        self.iteration = 0
+        self.calls_made = 0
+        self.argument_errors: Counter[str] = Counter()
+        self.state: dict[str, Any] = parent.state if parent is not None else {}
+        self.toolbox = Toolbox(self.registry)
+        if loop.tools is not None:  # the caller's mistake: raise before a run exists
+            missing = self.toolbox.missing(loop.tools)
+            if missing:
+                from ..errors import NotFound
+
+                raise NotFound(f"tools not found or disabled: {', '.join(missing)}")
+        self.last_text = ""
+        self.started = time.perf_counter()
+        self.deadline = self.started + self.limits.timeout_s
+        self.log = RunLog(
+            self.registry.store,
+            self.registry.tenant,
+            self.run_id,
+            task=task,
+            mode="llm",
+            agent=loop.agent,
+            model=loop.model.id,
+            parent_run_id=parent.run_id if parent else None,
+            metadata={"limits": self.limits.as_json(), "tool_choice": loop.tool_choice.mode},
+        )
+
+    # -- the loop ----------------------------------------------------------
+    async def execute(self) -> RunResult:
+        with self.loop.tracer.run_span(self.run_id, self.loop.agent, self.loop.model.id) as span:
+            try:
+                result = await self._loop()
+            except asyncio.CancelledError:
+                self._finish(self._partial("the run was cancelled by its caller"))
+                raise
+            except Exception as exc:  # a bug or a store failure: still end the run row
+                result = self._result(RunStatus.ERROR, error=f"{type(exc).__name__}: {exc}")
+                result.requires_review = True
+                result.review_reason = "the run failed inside tooldb"
+            self._finish(result)
+            span.set_result(result)
+            return result
+
+    async def _loop(self) -> RunResult:
+        messages = self._opening()
+        self.log.add(0, messages)
+        schemas = self.toolbox.schemas()
+        empty_turns = 0
+        while True:
+            if self.iteration >= self.limits.max_iterations:
+                return self._partial(
+                    f"reached the limit of {self.limits.max_iterations} iterations"
+                )
+            remaining = self.deadline - time.perf_counter()
+            if remaining <= 0:
+                return self._partial(f"reached the time limit of {self.limits.timeout_s:g} s")
+            choice = self._choice()
+            try:
+                turn = await asyncio.wait_for(self._model_turn(messages, choice), remaining)
+            except TimeoutError:
+                return self._partial(f"reached the time limit of {self.limits.timeout_s:g} s")
+            except ModelError as exc:
+                return self._failed(f"model {self.loop.model.id} failed: {exc}")
+            except Exception as exc:
+                return self._failed(
+                    f"model {self.loop.model.id} failed: {type(exc).__name__}: {exc}"
+                )
+            self.usage = self.usage + turn.usage
+            assistant = turn.message()
+            messages.append(assistant)
+            if turn.text.strip():
+                self.last_text = turn.text
+            if not turn.tool_calls:
+                if turn.text.strip():
+                    self.log.add(self.iteration, [assistant])
+                    self.iteration += 1
+                    return self._result(RunStatus.SUCCESS, output=turn.text)
+                empty_turns += 1
+                nudge = Message.user(EMPTY_TURN_NUDGE)
+                messages.append(nudge)
+                self.log.add(self.iteration, [assistant, nudge])
+                self.iteration += 1
+                if empty_turns >= MAX_EMPTY_TURNS:
+                    return self._partial(f"the model returned {empty_turns} empty turns")
+                continue
+            empty_turns = 0
+            results, over_budget = await self._calls(turn.tool_calls, messages)
+            messages.extend(results)
+            self.log.add(self.iteration, [assistant, *results])
+            self.iteration += 1
+            if over_budget:
+                return self._partial(
+                    f"reached the limit of {self.limits.max_tool_calls} tool calls"
+                )
+            if time.perf_counter() >= self.deadline:
+                return self._partial(f"reached the time limit of {self.limits.timeout_s:g} s")
+            if self.toolbox.schemas() is not schemas:
+                schemas = self.toolbox.schemas()
+
+    def _opening(self) -> list[Message]:
+        loop = self.loop
+        for builtin in loop.extra_builtins:
+            self.toolbox.add_builtin(builtin)
+        if loop.tools is not None:
+            self.toolbox.add_tools(loop.tools)
+        elif loop.select_k > 0:
+            from .builtins import search_tools
+
+            selection = self.registry.select(self.task, loop.select_k, run_id=self.run_id)
+            self.toolbox.add_tools(selection.names)
+            self.toolbox.add_builtin(search_tools(self))
+        messages = []
+        if loop.instructions:
+            messages.append(Message.system(loop.instructions))
+        messages.append(Message.user(self.task))
+        return messages
+
+    def _choice(self) -> ToolChoice:
+        choice = self.loop.tool_choice
+        if choice.mode == "required" and self.iteration > 0:
+            return ToolChoice("auto")
+        return choice
+
+    async def _model_turn(self, messages: list[Message], choice: ToolChoice) -> ModelTurn:
+        tools = self.toolbox.schemas()  # also with "none": providers need them for history
+        with self.loop.tracer.model_span(self.loop.model.id, self.iteration) as span:
+            turn = await self.loop.model.complete(messages, tools, choice)
+            span.set_usage(turn)
+            return turn
+
+    # -- tool calls --------------------------------------------------------
+    async def _calls(
+        self, calls: list[ToolCall], messages: list[Message]
+    ) -> tuple[list[Message], bool]:
+        """Run one turn's calls concurrently; tool messages in call order."""
+        budget = self.limits.max_tool_calls - self.calls_made
+        over_budget = len(calls) > budget
+        context = LoopContext(
+            run_id=self.run_id,
+            iteration=self.iteration,
+            history=list(self.history),
+            is_subagent=self.parent is not None,
+            parent_run_id=self.parent.run_id if self.parent else None,
+            agent=self.loop.agent,
+            state=self.state,
+        )
+        pending = []
+        outcomes: list[ToolResult | None] = []
+        for index, call in enumerate(calls):
+            if index >= budget:
+                outcomes.append(
+                    ToolResult.failure(
+                        f"not run: this run's limit of {self.limits.max_tool_calls} tool calls "
+                        "is reached"
+                    )
+                )
+                continue
+            self.calls_made += 1
+            outcomes.append(None)
+            pending.append((index, self._one(call, context)))
+        done = await asyncio.gather(*(coroutine for _, coroutine in pending))
+        for (index, _), result in zip(pending, done, strict=True):
+            outcomes[index] = result
+        out: list[Message] = []
+        for call, outcome in zip(calls, outcomes, strict=True):
+            assert outcome is not None
+            result = outcome
+            self._remember(call, result)
+            out.append(
+                Message.tool_result(
+                    call,
+                    result.output if result.success else f"Error: {result.error}",
+                    is_error=not result.success,
+                )
+            )
+        return out, over_budget
+
+    async def _one(self, call: ToolCall, context: LoopContext) -> ToolResult:
+        with self.loop.tracer.tool_span(call.name, call.id) as span:
+            arguments, problem = _parse_arguments(call)
+            if problem is not None:
+                result = ToolResult.failure(problem)
+            else:
+                result = await self._dispatch(call.name, arguments, context)
+            span.set_result(result)
+        return result
+
+    def _remember(self, call: ToolCall, result: ToolResult) -> None:
+        arguments, problem = _parse_arguments(call)
+        self.history.append(
+            ToolUse(
+                tool=call.name,
+                arguments=arguments if problem is None else call.arguments,
+                success=result.success,
+                output=result.output[:2000],
+                error=result.error,
+                call_id=result.call_id,
+                iteration=self.iteration,
+                duration_ms=result.duration_ms,
+            )
+        )
+
+    async def _dispatch(
+        self, name: str, arguments: dict[str, Any], context: LoopContext
+    ) -> ToolResult:
+        builtin = self.toolbox.builtins.get(name)
+        if builtin is not None:
+            try:
+                return await builtin.run(arguments, context)
+            except ToolDBError as exc:
+                return ToolResult.failure(f"{name}: {exc}")
+        if name not in self.toolbox.offered:
+            return ToolResult.failure(_unknown_tool(name, self.toolbox.names()))
+        retries = self.limits.max_retries_per_tool
+        if self.argument_errors[name] > retries:
+            return ToolResult.failure(
+                f"not run: {name!r} was called with invalid arguments "
+                f"{self.argument_errors[name]} times; its retry budget ({retries}) is used up"
+            )
+        try:
+            with use_context(context):
+                return await self.registry.acall(name, arguments, run_id=self.run_id)
+        except ArgumentError as exc:
+            self.argument_errors[name] += 1
+            left = retries - self.argument_errors[name] + 1
+            retry_word = "retry" if left == 1 else "retries"
+            hint = (
+                f" (fix the arguments and call again: {left} {retry_word} left)"
+                if left > 0
+                else " (no retries left for this tool)"
+            )
+            return ToolResult.failure(f"{exc}{hint}")
+        except ToolDBError as exc:
+            return ToolResult.failure(str(exc))
+        except Exception as exc:
+            return ToolResult.failure(f"{type(exc).__name__}: {exc}")
+
+    # -- outcomes ----------------------------------------------------------
+    def _result(
+        self, status: RunStatus, *, output: str = "", error: str | None = None
+    ) -> RunResult:
+        return RunResult(
+            run_id=self.run_id,
+            status=status,
+            output=output,
+            error=error,
+            task=self.task,
+            agent=self.loop.agent,
+            mode="llm",
+            model=self.loop.model.id,
+            parent_run_id=self.parent.run_id if self.parent else None,
+            iterations=self.iteration,
+            tool_calls=list(self.history),
+            input_tokens=self.usage.input_tokens,
+            output_tokens=self.usage.output_tokens,
+            duration_ms=(time.perf_counter() - self.started) * 1000,
+        )
+
+    def _partial(self, reason: str) -> RunResult:
+        result = self._result(RunStatus.PARTIAL, output=self._gathered())
+        result.requires_review = True
+        result.review_reason = reason
+        return result
+
+    def _failed(self, error: str) -> RunResult:
+        result = self._result(RunStatus.ERROR, output=self._gathered(), error=error)
+        result.requires_review = True
+        result.review_reason = error
+        return result
+
+    def _gathered(self) -> str:
+        """The best answer so far: the model's last words, else the last good tool output."""
+        if self.last_text:
+            return self.last_text
+        for use in reversed(self.history):
+            if use.success and use.output:
+                return use.output
+        return ""
+
+    def _finish(self, result: RunResult) -> None:
+        result.data = {"tool_calls": [use.model_dump(mode="json") for use in result.tool_calls]}
+        self.log.finish(result)
+
+
+def _parse_arguments(call: ToolCall) -> tuple[dict[str, Any], str | None]:
+    text = call.arguments.strip()
+    if not text:
+        return {}, None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return {}, (
+            f"the arguments for {call.name!r} are not valid JSON ({exc}); send a JSON object "
+            "with the tool's parameters"
+        )
+    if not isinstance(value, dict):
+        return {}, (
+            f"the arguments for {call.name!r} must be a JSON object, got {type(value).__name__}"
+        )
+    return value, None
+
+
+def _unknown_tool(name: str, available: list[str]) -> str:
+    shown = ", ".join(available[:30]) + (" ..." if len(available) > 30 else "")
+    return f"unknown tool {name!r}: call one of the tools offered ({shown or 'none'})"

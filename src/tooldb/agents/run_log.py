@@ -1,0 +1,103 @@
+"""Persistence of one agent run: the run row, then its messages as they happen.
+
+The row is written when the run starts (status ``running``), messages after every
+model turn and every batch of tool results, and the outcome when it ends; a run
+that is killed midway still shows its task and conversation up to that point.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from ..models.base import Message
+from ..recording import storable_text
+from ..stores import MessageRow, Store
+from ..types import RunResult, RunStatus
+
+MAX_TASK_CHARS = 100_000
+
+
+class RunLog:
+    def __init__(
+        self,
+        store: Store,
+        tenant: str,
+        run_id: str,
+        *,
+        task: str,
+        mode: str,
+        agent: str | None = None,
+        model: str | None = None,
+        parent_run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self._seq = 0
+        self.started_at = time.time()
+        store.create_run(
+            {
+                "id": run_id,
+                "tenant": tenant,
+                "parent_run_id": parent_run_id,
+                "agent": agent,
+                "mode": mode,
+                "model": model,
+                "task": storable_text(task[:MAX_TASK_CHARS]) or "",
+                "status": RunStatus.RUNNING.value,
+                "metadata": metadata or {},
+                "started_at": self.started_at,
+            }
+        )
+
+    def add(self, iteration: int, messages: list[Message]) -> None:
+        rows: list[MessageRow] = []
+        for message in messages:
+            rows.append((self._seq, iteration, message.role, _storable(message)))
+            self._seq += 1
+        self.store.append_run_messages(self.run_id, rows)
+
+    def finish(self, result: RunResult) -> None:
+        self.store.finish_run(
+            self.run_id,
+            {
+                "status": result.status.value,
+                "output": storable_text(result.output),
+                "data": _jsonable(result.data),
+                "error": storable_text(result.error),
+                "requires_review": result.requires_review,
+                "review_reason": result.review_reason,
+                "iterations": result.iterations,
+                "tool_calls": len(result.tool_calls),
+                "input_tokens": result.input_tokens,
+                "output_tokens": result.output_tokens,
+                "ended_at": time.time(),
+            },
+        )
+
+
+def _storable(message: Message) -> dict[str, Any]:
+    data = message.model_dump(mode="json", exclude_defaults=True)
+    data["role"] = message.role
+    clean: dict[str, Any] = _clean(data)
+    return clean
+
+
+def _clean(value: Any) -> Any:
+    """Every string storable in both stores (PostgreSQL's jsonb rejects NUL)."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(item) for item in value]
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        return _clean(json.loads(json.dumps(value, default=str, allow_nan=False)))
+    except ValueError:
+        return None

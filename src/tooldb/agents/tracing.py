@@ -1,0 +1,124 @@
+"""OpenTelemetry spans for runs, model turns and tool calls (GenAI semantic conventions).
+
+Spans go through the OpenTelemetry API, which is a no-op until the application
+installs a TracerProvider; without the ``otel`` extra a null tracer stands in.
+Attribute names follow the GenAI conventions: ``gen_ai.operation.name``
+(invoke_agent | chat | execute_tool), ``gen_ai.request.model``,
+``gen_ai.usage.input_tokens``/``output_tokens``, ``gen_ai.tool.name``,
+``gen_ai.tool.call.id``, ``gen_ai.conversation.id`` (the run id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..models.base import ModelTurn
+    from ..settings import Settings
+    from ..types import RunResult, ToolResult
+
+
+class SpanHandle:
+    """What the loop may add to a span it opened (no-op without a real span)."""
+
+    def __init__(self, span: Any = None) -> None:
+        self.span = span
+
+    def set(self, key: str, value: Any) -> None:
+        if self.span is not None and value is not None:
+            self.span.set_attribute(key, value)
+
+    def set_usage(self, turn: ModelTurn) -> None:
+        if self.span is None:
+            return
+        self.set("gen_ai.response.model", turn.model)
+        self.set("gen_ai.usage.input_tokens", turn.usage.input_tokens)
+        self.set("gen_ai.usage.output_tokens", turn.usage.output_tokens)
+        self.set("gen_ai.response.finish_reasons", [turn.stop_reason.value])
+
+    def set_result(self, result: RunResult | ToolResult) -> None:
+        if self.span is None:
+            return
+        from ..types import RunResult
+
+        if isinstance(result, RunResult):
+            self.set("tooldb.run.status", result.status.value)
+            self.set("gen_ai.usage.input_tokens", result.input_tokens)
+            self.set("gen_ai.usage.output_tokens", result.output_tokens)
+            failed = result.status.value != "success"
+            error = result.review_reason or result.error
+        else:
+            failed = not result.success
+            error = result.error
+            self.set("tooldb.call.id", result.call_id)
+        if failed:
+            from opentelemetry.trace import Status, StatusCode
+
+            self.set("error.type", "tool_error" if not isinstance(result, RunResult) else "run")
+            self.span.set_status(Status(StatusCode.ERROR, (error or "")[:500]))
+
+
+class Tracer:
+    """Opens the three kinds of span; a Tracer without an OTel tracer does nothing."""
+
+    def __init__(self, otel_tracer: Any = None) -> None:
+        self._tracer = otel_tracer
+
+    @contextmanager
+    def _span(self, name: str, attributes: dict[str, Any]) -> Iterator[SpanHandle]:
+        if self._tracer is None:
+            yield SpanHandle()
+            return
+        clean = {k: v for k, v in attributes.items() if v is not None}
+        with self._tracer.start_as_current_span(name, attributes=clean) as span:
+            yield SpanHandle(span)
+
+    def run_span(self, run_id: str, agent: str | None, model: str | None) -> Any:
+        return self._span(
+            f"invoke_agent {agent or 'tooldb'}",
+            {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": agent,
+                "gen_ai.conversation.id": run_id,
+                "gen_ai.request.model": model,
+                "tooldb.run.id": run_id,
+            },
+        )
+
+    def model_span(self, model: str, iteration: int) -> Any:
+        provider, _, name = model.partition(":")
+        return self._span(
+            f"chat {name or model}",
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": provider,
+                "gen_ai.request.model": name or model,
+                "tooldb.iteration": iteration,
+            },
+        )
+
+    def tool_span(self, tool: str, call_id: str) -> Any:
+        return self._span(
+            f"execute_tool {tool}",
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": tool,
+                "gen_ai.tool.call.id": call_id,
+                "gen_ai.tool.type": "function",
+            },
+        )
+
+
+NULL_TRACER = Tracer()
+
+
+def tracer_for(settings: Settings | None = None) -> Tracer:
+    """The OpenTelemetry tracer when the API is installed (a no-op until a provider is
+    configured), else the null tracer."""
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        return NULL_TRACER
+    return Tracer(trace.get_tracer("tooldb"))

@@ -1,0 +1,34 @@
+"""The LoopContext of the agent run a tool call belongs to, as a context variable.
+
+The agent loop sets it around each call; the Python executor hands it to tools
+that declared a ``LoopContext`` parameter (``CONTEXT_KEY`` in their metadata).
+Context variables follow the call into worker threads (``run_blocking`` copies
+them) and into tasks, so parallel calls of one turn each see their own run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from .types import LoopContext
+
+#: Tool metadata key naming the parameter that receives the LoopContext.
+CONTEXT_KEY = "context_parameter"
+
+_CURRENT: ContextVar[LoopContext | None] = ContextVar("tooldb_loop_context", default=None)
+
+
+def current_context() -> LoopContext | None:
+    """The LoopContext of the run in progress here, or None outside a run."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def use_context(context: LoopContext) -> Iterator[None]:
+    token = _CURRENT.set(context)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)

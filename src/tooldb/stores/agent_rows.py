@@ -1,0 +1,207 @@
+"""The store's agent tables: runs and their messages, skills, agent definitions.
+
+A run's messages are appended after every model turn (so a crash keeps the
+conversation up to it) through prebuilt SQL on a pooled DBAPI connection: this
+runs once per turn and SQLAlchemy's statement machinery would cost more than
+the rest of the turn.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import sqlalchemy as sa
+
+from ..types import RunRecord, RunStatus
+from .schema import agents, run_messages, runs, skills
+
+#: (seq, iteration, role, message as a JSON-able dict)
+MessageRow = tuple[int, int, str, dict[str, Any]]
+
+_RUN_COLUMNS = [c.name for c in runs.columns if c.name not in {"data", "metadata"}]
+
+
+class AgentRows:
+    """Mixin of SQLStore (which provides ``engine``, ``_reader`` and ``_guard``)."""
+
+    engine: sa.Engine
+    _reader: sa.Engine
+    dialect: str
+    _guard: Callable[[], AbstractContextManager[None]]
+
+    # -- runs --------------------------------------------------------------
+    def create_run(self, row: dict[str, Any]) -> None:
+        with self._guard(), self.engine.begin() as conn:
+            conn.execute(runs.insert().values(**row))
+
+    def append_run_messages(self, run_id: str, rows: Sequence[MessageRow]) -> None:
+        """Append messages of one run in one transaction."""
+        if not rows:
+            return
+        now = time.time()
+        values = [
+            (run_id, seq, iteration, role, json.dumps(message, ensure_ascii=False), now)
+            for seq, iteration, role, message in rows
+        ]
+        with self._guard():
+            connection = self.engine.raw_connection()
+        try:
+            cursor = connection.cursor()
+            try:
+                if self.dialect == "sqlite":
+                    cursor.execute("BEGIN IMMEDIATE")
+                    cursor.executemany(_SQLITE_INSERT_MESSAGE, values)
+                    cursor.execute("COMMIT")
+                else:
+                    cursor.executemany(_PG_INSERT_MESSAGE, values)
+                    connection.commit()
+            except BaseException:
+                connection.rollback()
+                raise
+            finally:
+                cursor.close()
+        except self.engine.dialect.loaded_dbapi.Error as exc:
+            from ..errors import StoreError
+
+            raise StoreError(f"store failed to append run messages: {exc}") from exc
+        finally:
+            connection.close()
+
+    def finish_run(self, run_id: str, values: dict[str, Any]) -> None:
+        with self._guard(), self.engine.begin() as conn:
+            conn.execute(runs.update().where(runs.c.id == run_id).values(**values))
+
+    def get_run(self, tenant: str, run_id: str) -> RunRecord | None:
+        query = sa.select(runs).where(runs.c.tenant == tenant, runs.c.id == run_id)
+        with self._guard(), self._reader.connect() as conn:
+            row = conn.execute(query).first()
+        return _run_record(row._mapping) if row else None
+
+    def get_run_details(self, tenant: str, run_id: str) -> dict[str, Any] | None:
+        """The run's row with ``data`` and ``metadata`` (what ``run show`` prints)."""
+        query = sa.select(runs).where(runs.c.tenant == tenant, runs.c.id == run_id)
+        with self._guard(), self._reader.connect() as conn:
+            row = conn.execute(query).first()
+        return dict(row._mapping) if row else None
+
+    def list_runs(
+        self,
+        tenant: str,
+        *,
+        parent_run_id: str | None = None,
+        status: str | None = None,
+        limit: int = 20,
+    ) -> list[RunRecord]:
+        query = sa.select(runs).where(runs.c.tenant == tenant)
+        if parent_run_id is not None:
+            query = query.where(runs.c.parent_run_id == parent_run_id)
+        if status is not None:
+            query = query.where(runs.c.status == status)
+        query = query.order_by(runs.c.started_at.desc(), runs.c.id).limit(limit)
+        with self._guard(), self._reader.connect() as conn:
+            return [_run_record(row._mapping) for row in conn.execute(query)]
+
+    def run_messages(self, run_id: str) -> list[dict[str, Any]]:
+        query = (
+            sa.select(run_messages.c.seq, run_messages.c.iteration, run_messages.c.message)
+            .where(run_messages.c.run_id == run_id)
+            .order_by(run_messages.c.seq)
+        )
+        with self._guard(), self._reader.connect() as conn:
+            return [
+                {"seq": seq, "iteration": iteration, **_json(message)}
+                for seq, iteration, message in conn.execute(query)
+            ]
+
+    # -- skills and agents -------------------------------------------------
+    def put_skill(self, tenant: str, row: dict[str, Any]) -> tuple[int, bool]:
+        """Insert or update a skill by name; returns (version, changed)."""
+        return self._put_versioned(skills, tenant, row)
+
+    def get_skill(self, tenant: str, name: str) -> dict[str, Any] | None:
+        return self._get_named(skills, tenant, name)
+
+    def list_skills(self, tenant: str) -> list[dict[str, Any]]:
+        return self._list_named(skills, tenant)
+
+    def remove_skill(self, tenant: str, name: str) -> bool:
+        return self._remove_named(skills, tenant, name)
+
+    def put_agent(self, tenant: str, row: dict[str, Any]) -> tuple[int, bool]:
+        return self._put_versioned(agents, tenant, row)
+
+    def get_agent(self, tenant: str, name: str) -> dict[str, Any] | None:
+        return self._get_named(agents, tenant, name)
+
+    def list_agents(self, tenant: str) -> list[dict[str, Any]]:
+        return self._list_named(agents, tenant)
+
+    def remove_agent(self, tenant: str, name: str) -> bool:
+        return self._remove_named(agents, tenant, name)
+
+    def _put_versioned(self, table: sa.Table, tenant: str, row: dict[str, Any]) -> tuple[int, bool]:
+        now = time.time()
+        with self._guard(), self.engine.begin() as conn:
+            current = conn.execute(
+                sa.select(table.c.id, table.c.version, table.c.content_hash)
+                .where(table.c.tenant == tenant, table.c.name == row["name"])
+                .with_for_update()
+            ).first()
+            if current is None:
+                conn.execute(
+                    table.insert().values(
+                        tenant=tenant, version=1, created_at=now, updated_at=now, **row
+                    )
+                )
+                return 1, True
+            if current.content_hash == row["content_hash"]:
+                return int(current.version), False
+            version = int(current.version) + 1
+            conn.execute(
+                table.update()
+                .where(table.c.id == current.id)
+                .values(version=version, updated_at=now, **row)
+            )
+            return version, True
+
+    def _get_named(self, table: sa.Table, tenant: str, name: str) -> dict[str, Any] | None:
+        query = sa.select(table).where(table.c.tenant == tenant, table.c.name == name)
+        with self._guard(), self._reader.connect() as conn:
+            row = conn.execute(query).first()
+        return dict(row._mapping) if row else None
+
+    def _list_named(self, table: sa.Table, tenant: str) -> list[dict[str, Any]]:
+        query = sa.select(table).where(table.c.tenant == tenant).order_by(table.c.name)
+        with self._guard(), self._reader.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    def _remove_named(self, table: sa.Table, tenant: str, name: str) -> bool:
+        with self._guard(), self.engine.begin() as conn:
+            result = conn.execute(
+                table.delete().where(table.c.tenant == tenant, table.c.name == name)
+            )
+            return bool(result.rowcount)
+
+
+_SQLITE_INSERT_MESSAGE = (
+    "INSERT INTO run_messages (run_id, seq, iteration, role, message, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+_PG_INSERT_MESSAGE = (
+    "INSERT INTO run_messages (run_id, seq, iteration, role, message, created_at)"
+    " VALUES (%s, %s, %s, %s, %s::jsonb, %s)"
+)
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _run_record(row: Any) -> RunRecord:
+    values = {name: row[name] for name in _RUN_COLUMNS}
+    values["status"] = RunStatus(values["status"])
+    return RunRecord(**values)

@@ -1,0 +1,189 @@
+"""The LLM tool-calling loop, driven by scripted models against real stores."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+import tests.sample_tools as st
+from tooldb import Registry
+from tooldb.agents import AgentLoop, Limits
+from tooldb.errors import ModelError
+from tooldb.models import FunctionModel, Message, ModelTurn, ScriptedModel, ToolChoice, call
+from tooldb.types import RunStatus
+
+
+@pytest.fixture
+def reg(registry: Registry) -> Registry:
+    registry.add(st.add, st.echo, st.fail, st.sleep_async, st.whoami)
+    return registry
+
+
+def test_answers_after_a_tool_call_and_persists_the_run(reg: Registry) -> None:
+    model = ScriptedModel([call("add", {"a": 2, "b": 3}), "2 + 3 = 5"])
+    result = AgentLoop(reg, model, tools=["add"]).run("add 2 and 3")
+    assert result.status is RunStatus.SUCCESS and result.output == "2 + 3 = 5"
+    assert [(u.tool, u.success, u.output) for u in result.tool_calls] == [("add", True, "5")]
+    assert result.iterations == 2 and result.input_tokens == 20
+    stored = reg.store.get_run(reg.tenant, result.run_id)
+    assert stored is not None and stored.status is RunStatus.SUCCESS
+    assert stored.tool_calls == 1 and stored.task == "add 2 and 3"
+    roles = [m["role"] for m in reg.store.run_messages(result.run_id)]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+    calls = reg.calls(run_id=result.run_id)
+    assert [c.tool_name for c in calls] == ["add"]
+    # the model saw the tool result on its second turn, tied to its call id
+    sent = model.requests[1][0]
+    assert sent[-1].role == "tool" and sent[-1].content == "5"
+    assert sent[-1].tool_call_id == sent[-2].tool_calls[0].id
+
+
+def test_errors_go_back_to_the_model_and_the_loop_goes_on(reg: Registry) -> None:
+    model = ScriptedModel(
+        [
+            [
+                call("add", {"a": "x"}),
+                call("no_such_tool", {}),
+                call("echo", "{not json"),
+                call("echo", "[1, 2]"),
+                call("fail", {"message": "kaput"}),
+            ],
+            "gave up politely",
+        ]
+    )
+    result = AgentLoop(reg, model, tools=["add", "echo", "fail"]).run("do things")
+    assert result.status is RunStatus.SUCCESS
+    told = [m.content for m in model.requests[1][0][-5:]]
+    assert "parameter 'a' expected integer" in told[0] and "retries left" in told[0]
+    assert "unknown tool 'no_such_tool'" in told[1] and "add" in told[1]
+    assert "not valid JSON" in told[2]
+    assert "must be a JSON object" in told[3]
+    assert "kaput" in told[4]
+    assert all(m.is_error for m in model.requests[1][0][-5:])
+
+
+def test_argument_retry_budget_stops_calling_a_tool(reg: Registry) -> None:
+    model = ScriptedModel([call("add", {"a": "x"})] * 4 + ["done"])
+    loop = AgentLoop(reg, model, tools=["add"], limits=Limits(max_retries_per_tool=1))
+    result = loop.run("add")
+    assert [u.success for u in result.tool_calls] == [False] * 4
+    errors = [u.error or "" for u in result.tool_calls]
+    assert "1 retry left" in errors[0] and "no retries left" in errors[1]
+    assert all("retry budget (1) is used up" in e for e in errors[2:])
+    # only the two attempts within the budget reached the registry (and its log)
+    assert len(reg.calls(run_id=result.run_id)) == 2
+
+
+def test_calls_of_one_turn_run_in_parallel_and_come_back_in_order(reg: Registry) -> None:
+    calls = [call("sleep_async", {"seconds": 0.3}) for _ in range(5)]
+    calls.insert(2, call("echo", {"text": "middle"}))
+    model = ScriptedModel([calls, "ok"])
+    result = AgentLoop(reg, model, tools=["sleep_async", "echo"]).run("sleep")
+    assert result.status is RunStatus.SUCCESS
+    tool_messages = model.requests[1][0][-6:]
+    assert [m.tool_call_id for m in tool_messages] == [c.id for c in calls]
+    assert tool_messages[2].content == "middle"
+    # five 0.3 s sleeps in sequence would take 1.5 s
+    assert result.duration_ms < 1200
+
+
+def test_iteration_limit_returns_a_partial_result_flagged_for_review(reg: Registry) -> None:
+    model = ScriptedModel([call("add", {"a": 1})], repeat_last=True)
+    result = AgentLoop(reg, model, tools=["add"], limits=Limits(max_iterations=3)).run("loop")
+    assert result.status is RunStatus.PARTIAL and result.requires_review
+    assert result.review_reason == "reached the limit of 3 iterations"
+    assert result.output == "2" and len(result.tool_calls) == 3
+    stored = reg.store.get_run(reg.tenant, result.run_id)
+    assert stored is not None and stored.status is RunStatus.PARTIAL and stored.requires_review
+
+
+def test_fifty_calls_in_one_turn_stop_at_the_tool_call_limit(reg: Registry) -> None:
+    model = ScriptedModel([[call("add", {"a": i}) for i in range(50)], "never reached"])
+    result = AgentLoop(reg, model, tools=["add"]).run("many")
+    assert result.status is RunStatus.PARTIAL
+    assert result.review_reason == "reached the limit of 15 tool calls"
+    assert sum(u.success for u in result.tool_calls) == 15
+    assert len(result.tool_calls) == 50
+    assert "limit of 15 tool calls" in (result.tool_calls[20].error or "")
+    assert len(reg.calls(run_id=result.run_id, limit=100)) == 15
+
+
+def test_a_model_that_never_stops_hits_the_wall_clock(reg: Registry) -> None:
+    async def slow(messages: list[Message], tools: object, choice: object) -> ModelTurn:
+        await asyncio.sleep(0.2)
+        return ModelTurn(tool_calls=[call("echo", {"text": "again"})])
+
+    loop = AgentLoop(
+        reg, FunctionModel(slow), tools=["echo"], limits=Limits(timeout_s=0.5, max_iterations=100)
+    )
+    result = loop.run("forever")
+    assert result.status is RunStatus.PARTIAL
+    assert result.review_reason == "reached the time limit of 0.5 s"
+    assert result.output == "again" and 1 <= len(result.tool_calls) <= 3
+
+
+def test_empty_turns_end_the_run(reg: Registry) -> None:
+    model = ScriptedModel([ModelTurn(), ModelTurn(), "late"])
+    result = AgentLoop(reg, model, tools=["echo"]).run("say something")
+    assert result.status is RunStatus.PARTIAL
+    assert result.review_reason == "the model returned 2 empty turns"
+    assert model.requests[1][0][-1].content.startswith("Your last reply was empty")
+
+
+def test_a_failing_model_ends_the_run_with_an_error_kept_in_the_store(reg: Registry) -> None:
+    def broken(*_: object) -> str:
+        raise ModelError("HTTP 500 from provider")
+
+    result = AgentLoop(reg, FunctionModel(broken), tools=["echo"]).run("x")
+    assert result.status is RunStatus.ERROR and "HTTP 500" in (result.error or "")
+    stored = reg.store.get_run(reg.tenant, result.run_id)
+    assert stored is not None and stored.status is RunStatus.ERROR
+
+
+def test_tool_choice_required_applies_to_the_first_turn_then_relaxes(reg: Registry) -> None:
+    model = ScriptedModel([call("add", {"a": 1}), "two"])
+    AgentLoop(reg, model, tools=["add"], tool_choice="required:add").run("add")
+    assert model.requests[0][2] == ToolChoice("required", "add")
+    assert model.requests[1][2] == ToolChoice("auto")
+    none_model = ScriptedModel(["plain answer"])
+    AgentLoop(reg, none_model, tools=["add"], tool_choice="none").run("talk")
+    assert none_model.requests[0][2] == ToolChoice("none")
+
+
+def test_tools_receive_the_loop_context(reg: Registry) -> None:
+    model = ScriptedModel([call("echo", {"text": "first"}), call("whoami", {"note": "hi"}), "done"])
+    result = AgentLoop(reg, model, tools=["echo", "whoami"]).run("who")
+    seen = json.loads(result.tool_calls[1].output)
+    assert seen == {
+        "note": "hi",
+        "run": result.run_id,
+        "iteration": 1,
+        "history": ["echo"],
+        "is_subagent": False,
+        "parent": None,
+    }
+    # the context parameter is not part of the tool's schema
+    assert "ctx" not in reg.get("whoami").spec.parameters["properties"]
+    assert json.loads(reg.call("whoami", {"note": "direct"}).output)["run"] is None
+
+
+def test_without_a_tool_list_selection_offers_tools_and_search_adds_more(reg: Registry) -> None:
+    model = ScriptedModel(
+        [call("search_tools", {"query": "sleep for some seconds", "k": 2}), "found"]
+    )
+    result = AgentLoop(reg, model, select_k=1).run("add two integers")
+    first = [t.name for t in model.requests[0][1]]
+    assert first[0] == "search_tools" and len(first) == 2
+    second = [t.name for t in model.requests[1][1]]
+    assert len(second) > len(first) and "sleep_async" in second
+    assert result.status is RunStatus.SUCCESS
+    assert len(reg.store.list_decisions(reg.tenant, run_id=result.run_id)) == 2
+
+
+def test_unknown_pinned_tool_is_a_usage_error(reg: Registry) -> None:
+    from tooldb.errors import NotFound
+
+    with pytest.raises(NotFound, match="missing_tool"):
+        AgentLoop(reg, ScriptedModel(["x"]), tools=["add", "missing_tool"]).run("x")
