@@ -9,6 +9,11 @@ EXPECTED = {
     "ToolDBError", "ToolDisabled", "ToolKind", "ToolRecord", "ToolResult", "ToolSpec", "ToolStats",
     "ToolTimeout", "ToolVersion", "UsageError", "__version__", "normalize_parameters", "open",
     "open_registry", "tool",
+    # agents
+    "Access", "AgentLoop", "AgentSpec", "FunctionModel", "Limits", "LoopContext", "Message",
+    "Model", "ModelTurn", "Router", "RunRecord", "RunResult", "RunStatus", "ScriptedModel",
+    "SkillSpec", "SkillTool", "ToolCall", "ToolChoice", "ToolSchema", "ToolUse", "Usage",
+    "load_model", "run_task",
 }  # fmt: skip
 
 

@@ -15,6 +15,7 @@ registry.select("sum two numbers", k=3)   # Selection: the best tools, scores ex
 
 from __future__ import annotations
 
+from .agents import AgentLoop, Limits, Router, run_task
 from .binding import Binder, normalize_parameters
 from .decorators import tool
 from .errors import (
@@ -29,20 +30,41 @@ from .errors import (
     ToolTimeout,
     UsageError,
 )
+from .models import (
+    FunctionModel,
+    Message,
+    Model,
+    ModelTurn,
+    ScriptedModel,
+    ToolCall,
+    ToolChoice,
+    ToolSchema,
+    Usage,
+    load_model,
+)
 from .registry import Registry, open_registry
 from .settings import Settings
 from .types import (
+    Access,
+    AgentSpec,
     BoundCall,
     CallRecord,
     Candidate,
     ErrorKind,
+    LoopContext,
     Returns,
+    RunRecord,
+    RunResult,
+    RunStatus,
     Selection,
+    SkillSpec,
+    SkillTool,
     ToolKind,
     ToolRecord,
     ToolResult,
     ToolSpec,
     ToolStats,
+    ToolUse,
     ToolVersion,
 )
 
@@ -51,6 +73,9 @@ open = open_registry
 __version__ = "0.1.0"
 
 __all__ = [
+    "Access",
+    "AgentLoop",
+    "AgentSpec",
     "ArgumentError",
     "Binder",
     "BoundCall",
@@ -59,26 +84,46 @@ __all__ = [
     "DefinitionError",
     "ErrorKind",
     "ExecutionError",
+    "FunctionModel",
+    "Limits",
+    "LoopContext",
+    "Message",
+    "Model",
     "ModelError",
+    "ModelTurn",
     "NotFound",
     "Registry",
     "Returns",
+    "Router",
+    "RunRecord",
+    "RunResult",
+    "RunStatus",
+    "ScriptedModel",
     "Selection",
     "Settings",
+    "SkillSpec",
+    "SkillTool",
     "StoreError",
+    "ToolCall",
+    "ToolChoice",
     "ToolDBError",
     "ToolDisabled",
     "ToolKind",
     "ToolRecord",
     "ToolResult",
+    "ToolSchema",
     "ToolSpec",
     "ToolStats",
     "ToolTimeout",
+    "ToolUse",
     "ToolVersion",
+    "Usage",
     "UsageError",
     "__version__",
+    "load_model",
     "normalize_parameters",
     "open",
     "open_registry",
+    "run_task",
     "tool",
 ]

@@ -518,4 +518,4 @@ def main() -> None:
     app()
 
 
-from . import cli_select  # noqa: E402,F401  (registers the selection commands on ``app``)
+from . import cli_agents, cli_select  # noqa: E402,F401  (they register their commands on ``app``)

@@ -18,6 +18,22 @@ from .types import LoopContext
 CONTEXT_KEY = "context_parameter"
 
 _CURRENT: ContextVar[LoopContext | None] = ContextVar("tooldb_loop_context", default=None)
+#: The access level a skill granted for the call in progress (None: no restriction).
+_ACCESS: ContextVar[str | None] = ContextVar("tooldb_access", default=None)
+
+
+def current_access() -> str | None:
+    """``read``, ``write`` or ``execute`` when a skill's grant limits this call, else None."""
+    return _ACCESS.get()
+
+
+@contextmanager
+def use_access(level: str | None) -> Iterator[None]:
+    token = _ACCESS.set(level)
+    try:
+        yield
+    finally:
+        _ACCESS.reset(token)
 
 
 def current_context() -> LoopContext | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .binding import Binder
+from .catalog import Catalog
 from .decorators import SPEC_ATTRIBUTE, spec_from_function, tools_of_module
 from .embedders import Embedder, open_embedder
 from .embedding import Progress, embed_pending
@@ -39,6 +40,7 @@ from .types import (
     BoundCall,
     CallRecord,
     ErrorKind,
+    RunResult,
     Selection,
     ToolKind,
     ToolRecord,
@@ -51,7 +53,7 @@ from .types import (
 ToolLike = ToolSpec | Mapping[str, Any] | Callable[..., Any]
 
 
-class Registry:
+class Registry(Catalog):
     """Tools in a SQL store, for one tenant."""
 
     def __init__(
@@ -369,6 +371,21 @@ class Registry:
     def stats(self) -> builtins.list[ToolRecord]:
         """Every tool, enabled or not, with its live statistics."""
         return self.list(include_disabled=True)
+
+    # -- agents --------------------------------------------------------------
+    def run(
+        self,
+        task: str,
+        *,
+        agent: str | None = None,
+        model: Any = None,
+        tool_choice: str | None = None,
+    ) -> RunResult:
+        """Run a task: the LLM loop with a model (``provider:model`` or a Model), the
+        router without one. See ``tooldb.agents.run_task``."""
+        from .agents import run_task
+
+        return run_task(self, task, agent=agent, model=model, tool_choice=tool_choice)
 
     # -- calling -------------------------------------------------------------
     def bind(self, name: str, arguments: Any = None) -> BoundCall:

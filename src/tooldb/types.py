@@ -372,3 +372,85 @@ class RunRecord(BaseModel):
     output_tokens: int
     started_at: float
     ended_at: float | None
+
+
+class Access(StrEnum):
+    """What a skill lets an agent do with a tool (each level includes the one before).
+
+    ``read``: only calls that cannot change anything (SQL in a read-only transaction,
+    HTTP GET/HEAD/OPTIONS, tools marked ``metadata.read_only``); ``write``: also SQL
+    writes (for tools registered writable) and HTTP writes; ``execute``: also running
+    code (python, script, mcp and agent tools)."""
+
+    READ = "read"
+    WRITE = "write"
+    EXECUTE = "execute"
+
+
+class SkillTool(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    access: Access = Access.EXECUTE
+
+
+class SkillSpec(BaseModel):
+    """A skill: the description an agent sees first; instructions and tools it unlocks
+    when loaded (progressive disclosure)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str
+    instructions: str = ""
+    parent: str | None = None
+    depends_on: list[str] = Field(default_factory=list)
+    tools: list[SkillTool] = Field(default_factory=list)
+    active: bool = True
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        return check_name(value, "skill name")
+
+    @field_validator("description")
+    @classmethod
+    def _has_description(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a skill needs a description (it is all an agent sees at first)")
+        return value
+
+    def content_hash(self) -> str:
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class AgentSpec(BaseModel):
+    """An agent: instructions, model (``provider:model``; none = the router), the skills
+    and tools it starts with, and its limits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = ""
+    instructions: str = ""
+    model: str | None = None
+    skills: list[str] = Field(default_factory=list)
+    tools: list[str] | None = None
+    #: Offer ``search_tools`` (selection over the whole registry) to find more tools.
+    search_tools: bool = False
+    #: Offer the ``subagent`` tool (child runs on sub-tasks).
+    subagents: bool = False
+    tool_choice: str = "auto"
+    limits: dict[str, int | float] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        return check_name(value, "agent name")
+
+    def content_hash(self) -> str:
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(canonical.encode()).hexdigest()

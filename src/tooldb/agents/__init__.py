@@ -4,5 +4,7 @@ from __future__ import annotations
 
 from .limits import Limits
 from .loop import AgentLoop
+from .router import Router
+from .run import run_task
 
-__all__ = ["AgentLoop", "Limits"]
+__all__ = ["AgentLoop", "Limits", "Router", "run_task"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from ..errors import NotFound, UsageError
 from ..models.base import ToolSchema
-from ..types import LoopContext, ToolResult
+from ..types import LoopContext, SkillSpec, ToolResult
 from .toolbox import Builtin
 
 if TYPE_CHECKING:
@@ -51,6 +51,176 @@ def search_tools(run: _Run, k_default: int = 5) -> Builtin:
                     "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": k_default},
                 },
                 "required": ["query"],
+                "additionalProperties": False,
+            },
+        ),
+        execute,
+    )
+
+
+LOAD_SKILL = "load_skill"
+SUBAGENT = "subagent"
+
+
+def skills_prompt(skills: list[SkillSpec]) -> str:
+    """What an agent with skills sees at first: one line per skill, nothing more."""
+    lines = [f"- {skill.name}: {skill.description}" for skill in skills]
+    return (
+        "Skills you can load (call load_skill with a skill's name to get its instructions "
+        "and tools):\n" + "\n".join(lines)
+    )
+
+
+def load_skill(run: _Run, available: dict[str, SkillSpec]) -> Builtin:
+    """Progressive disclosure: a skill's instructions, and its tools (and those of the
+    skills it depends on) offered from the next turn on, with the access it grants."""
+
+    async def execute(arguments: dict[str, Any], context: LoopContext) -> ToolResult:
+        name = arguments.get("name")
+        if not isinstance(name, str) or name not in available:
+            names = ", ".join(sorted(available)) or "none"
+            raise UsageError(f"no skill named {name!r} is available here; skills: {names}")
+        order = _with_dependencies(name, run)
+        lines: list[str] = []
+        missing: list[str] = []
+        added: list[str] = []
+        for skill in order:
+            for grant in skill.tools:
+                new = run.toolbox.add_tools([grant.name], grant.access.value)
+                added.extend(new)
+                if grant.name not in run.toolbox.offered:
+                    missing.append(grant.name)
+            if skill.name not in run.skills_loaded:
+                run.skills_loaded.append(skill.name)
+            if skill.name != name and skill.instructions:
+                lines.append(f"## {skill.name} (required by {name})\n{skill.instructions}")
+        main = order[-1]
+        text = f"# {main.name}\n{main.instructions or main.description}"
+        if lines:
+            text += "\n\n" + "\n\n".join(lines)
+        children = [s for s in available.values() if s.parent == name]
+        if children:
+            text += "\n\nSub-skills you can load:\n" + "\n".join(
+                f"- {c.name}: {c.description}" for c in children
+            )
+        granted = [f"{t} ({run.toolbox.access.get(t, 'execute')})" for t in added]
+        if granted:
+            text += "\n\nTools available from your next turn: " + ", ".join(granted)
+        if missing:
+            text += "\n\nNot available (not registered or disabled): " + ", ".join(missing)
+        return ToolResult(success=True, output=text, data={"skill": name, "tools": added})
+
+    return Builtin(
+        ToolSchema(
+            name=LOAD_SKILL,
+            description="Load a skill: returns its instructions and makes its tools callable.",
+            parameters={
+                "type": "object",
+                "properties": {"name": {"type": "string", "enum": sorted(available)}},
+                "required": ["name"],
+                "additionalProperties": False,
+            },
+        ),
+        execute,
+    )
+
+
+def _with_dependencies(name: str, run: _Run) -> list[SkillSpec]:
+    """The skill after everything it depends on (transitively), each once; a missing
+    dependency is a clear error, a cycle is cut."""
+    order: list[SkillSpec] = []
+    seen: set[str] = set()
+
+    def visit(skill_name: str, chain: tuple[str, ...]) -> None:
+        if skill_name in seen or skill_name in chain:
+            return
+        try:
+            skill = run.registry.skill(skill_name)
+        except NotFound:
+            raise UsageError(
+                f"skill {chain[-1]!r} depends on {skill_name!r}, which is not registered"
+            ) from None
+        for dependency in skill.depends_on:
+            visit(dependency, (*chain, skill_name))
+        seen.add(skill_name)
+        order.append(skill)
+
+    visit(name, ())
+    return order
+
+
+def subagent(run: _Run) -> Builtin:
+    """A child run on a sub-task, with its own limits and a subset of the tools; several
+    in one turn run in parallel. Children cannot start sub-agents of their own."""
+
+    async def execute(arguments: dict[str, Any], context: LoopContext) -> ToolResult:
+        from .loop import AgentLoop
+
+        task = arguments.get("task")
+        if not isinstance(task, str) or not task.strip():
+            raise UsageError("'task' must be a non-empty string: the sub-task to do")
+        tools = arguments.get("tools")
+        offered = list(run.toolbox.offered)
+        if tools is None:
+            tools = offered
+        if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+            raise UsageError("'tools' must be a list of tool names")
+        outside = [t for t in tools if t not in run.toolbox.offered]
+        if outside:
+            raise UsageError(
+                f"a sub-agent may only use tools offered to this run; not offered: {outside}"
+            )
+        limits = run.limits.updated(
+            {
+                key: arguments[key]
+                for key in ("max_iterations", "max_tool_calls")
+                if arguments.get(key) is not None
+            }
+        )
+        child = AgentLoop(
+            run.registry,
+            run.loop.model,
+            instructions=str(arguments.get("instructions") or run.loop.instructions),
+            tools=tools,
+            limits=limits,
+            agent=run.loop.agent,
+            tracer=run.loop.tracer,
+        )
+        result = await child.arun(task, parent=context)
+        data = {"run_id": result.run_id, "status": result.status.value}
+        if result.success:
+            return ToolResult(success=True, output=result.output, data=data)
+        why = result.review_reason or result.error or result.status.value
+        return ToolResult(
+            success=False,
+            output=result.output,
+            error=f"sub-agent run {result.run_id} ended {result.status.value}: {why}; "
+            f"what it gathered: {result.output[:1000] or 'nothing'}",
+            data=data,
+        )
+
+    return Builtin(
+        ToolSchema(
+            name=SUBAGENT,
+            description=(
+                "Delegate a self-contained sub-task to a sub-agent that works with the given "
+                "tools and returns its answer. Several sub-agent calls in one turn run in "
+                "parallel."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "task": {"type": "string", "description": "the sub-task, self-contained"},
+                    "tools": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "tool names it may use (default: all of yours)",
+                    },
+                    "instructions": {"type": "string"},
+                    "max_iterations": {"type": "integer", "minimum": 1},
+                    "max_tool_calls": {"type": "integer", "minimum": 1},
+                },
+                "required": ["task"],
                 "additionalProperties": False,
             },
         ),

@@ -18,11 +18,13 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..context import use_context
+from ..context import use_access, use_context
 from ..errors import ArgumentError, ModelError, ToolDBError
 from ..models.base import Message, Model, ModelTurn, ToolCall, ToolChoice, Usage
 from ..parallel import run_sync
-from ..types import LoopContext, RunResult, RunStatus, ToolResult, ToolUse
+from ..types import LoopContext, RunResult, RunStatus, SkillSpec, ToolResult, ToolUse
+from . import builtins
+from .access import access_problem
 from .limits import Limits
 from .run_log import RunLog
 from .toolbox import Builtin, Toolbox
@@ -38,10 +40,13 @@ MAX_EMPTY_TURNS = 2
 class AgentLoop:
     """Runs tasks with a model and the registry's tools.
 
-    ``tools`` pins the tools offered (by name); without it the loop offers the
-    ``select_k`` tools selection finds for the task plus ``search_tools`` to find
-    more. ``tool_choice`` applies to the first turn (``required`` then relaxes to
-    ``auto`` so the model can answer). ``builtins`` adds loop-implemented tools.
+    ``tools`` pins the tools offered (by name). ``skills`` start the run with only
+    their descriptions and a ``load_skill`` tool (progressive disclosure). With
+    neither, the loop offers the ``select_k`` tools selection finds for the task
+    plus ``search_tools`` to find more (``search_tools=True`` offers it anyway).
+    ``subagents`` offers the ``subagent`` tool. ``tool_choice`` applies to the first
+    turn (``required`` then relaxes to ``auto`` so the model can answer).
+    ``builtins`` adds loop-implemented tools.
     """
 
     def __init__(
@@ -55,6 +60,9 @@ class AgentLoop:
         tool_choice: str | ToolChoice | None = None,
         select_k: int = 8,
         agent: str | None = None,
+        skills: Sequence[str] = (),
+        search_tools: bool = False,
+        subagents: bool = False,
         builtins: Sequence[Builtin] = (),
         tracer: Tracer | None = None,
     ) -> None:
@@ -66,6 +74,9 @@ class AgentLoop:
         self.tool_choice = ToolChoice.parse(tool_choice)
         self.select_k = select_k
         self.agent = agent
+        self.skills = list(skills)
+        self.search_tools = search_tools
+        self.subagents = subagents
         self.extra_builtins = list(builtins)
         self.tracer = tracer or tracer_for(registry.settings)
 
@@ -98,6 +109,8 @@ class _Run:
         self.argument_errors: Counter[str] = Counter()
         self.state: dict[str, Any] = parent.state if parent is not None else {}
         self.toolbox = Toolbox(self.registry)
+        self.skills_loaded: list[str] = []
+        self.available_skills = _available_skills(self.registry, loop.skills)
         if loop.tools is not None:  # the caller's mistake: raise before a run exists
             missing = self.toolbox.missing(loop.tools)
             if missing:
@@ -195,17 +208,25 @@ class _Run:
         loop = self.loop
         for builtin in loop.extra_builtins:
             self.toolbox.add_builtin(builtin)
+        system = [loop.instructions] if loop.instructions else []
+        if self.available_skills:
+            self.toolbox.add_builtin(builtins.load_skill(self, self.available_skills))
+            offered = [self.available_skills[name] for name in loop.skills]
+            system.append(builtins.skills_prompt(offered))
+        search = loop.search_tools
         if loop.tools is not None:
             self.toolbox.add_tools(loop.tools)
-        elif loop.select_k > 0:
-            from .builtins import search_tools
-
+        elif not loop.skills and loop.select_k > 0:
             selection = self.registry.select(self.task, loop.select_k, run_id=self.run_id)
             self.toolbox.add_tools(selection.names)
-            self.toolbox.add_builtin(search_tools(self))
+            search = True
+        if search:
+            self.toolbox.add_builtin(builtins.search_tools(self))
+        if loop.subagents and self.parent is None:
+            self.toolbox.add_builtin(builtins.subagent(self))
         messages = []
-        if loop.instructions:
-            messages.append(Message.system(loop.instructions))
+        if system:
+            messages.append(Message.system("\n\n".join(system)))
         messages.append(Message.user(self.task))
         return messages
 
@@ -311,8 +332,13 @@ class _Run:
                 f"not run: {name!r} was called with invalid arguments "
                 f"{self.argument_errors[name]} times; its retry budget ({retries}) is used up"
             )
+        level = self.toolbox.access.get(name)
+        if level is not None:
+            problem = access_problem(self.toolbox.records[name], level)
+            if problem is not None:
+                return ToolResult.failure(problem)
         try:
-            with use_context(context):
+            with use_context(context), use_access(level):
                 return await self.registry.acall(name, arguments, run_id=self.run_id)
         except ArgumentError as exc:
             self.argument_errors[name] += 1
@@ -372,7 +398,10 @@ class _Run:
         return ""
 
     def _finish(self, result: RunResult) -> None:
-        result.data = {"tool_calls": [use.model_dump(mode="json") for use in result.tool_calls]}
+        result.data = {
+            "tool_calls": [use.model_dump(mode="json") for use in result.tool_calls],
+            "skills_loaded": list(self.skills_loaded),
+        }
         self.log.finish(result)
 
 
@@ -397,3 +426,26 @@ def _parse_arguments(call: ToolCall) -> tuple[dict[str, Any], str | None]:
 def _unknown_tool(name: str, available: list[str]) -> str:
     shown = ", ".join(available[:30]) + (" ..." if len(available) > 30 else "")
     return f"unknown tool {name!r}: call one of the tools offered ({shown or 'none'})"
+
+
+def _available_skills(registry: Registry, names: Sequence[str]) -> dict[str, SkillSpec]:
+    """The agent's skills, the skills they depend on and their sub-skills (by ``parent``),
+    active ones only; an unknown skill name is the caller's mistake (NotFound)."""
+    if not names:
+        return {}
+    every = {skill.name: skill for skill in registry.skills() if skill.active}
+    missing = [name for name in names if name not in every]
+    if missing:
+        from ..errors import NotFound
+
+        raise NotFound(f"skills not found or inactive: {', '.join(missing)}")
+    out: dict[str, SkillSpec] = {}
+    stack = list(names)
+    while stack:
+        name = stack.pop()
+        if name in out or name not in every:
+            continue
+        out[name] = every[name]
+        stack.extend(every[name].depends_on)
+        stack.extend(child for child, skill in every.items() if skill.parent == name)
+    return out

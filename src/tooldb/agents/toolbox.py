@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFound, ToolDisabled
 from ..models.base import ToolSchema
-from ..types import LoopContext, ToolResult
+from ..types import LoopContext, ToolRecord, ToolResult
 
 if TYPE_CHECKING:
     from ..registry import Registry
@@ -38,6 +38,7 @@ class Toolbox:
     builtins: dict[str, Builtin] = field(default_factory=dict)
     #: Access level granted per tool by the skill that unlocked it (read|write|execute).
     access: dict[str, str] = field(default_factory=dict)
+    records: dict[str, ToolRecord] = field(default_factory=dict)
     _schemas: list[ToolSchema] | None = None
 
     def add_builtin(self, builtin: Builtin) -> None:
@@ -59,6 +60,7 @@ class Toolbox:
                 continue
             if not tool.enabled:
                 continue
+            self.records[name] = tool
             self.offered[name] = ToolSchema(
                 name=name, description=tool.spec.description, parameters=tool.spec.parameters
             )

@@ -17,10 +17,12 @@ import functools
 import re
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import sqlalchemy as sa
 
+from ..context import current_access
 from ..errors import DefinitionError, ExecutionError, ToolTimeout
 from ..settings import REGISTRY_CONNECTION, Settings
 from ..types import Returns, ToolKind, ToolRecord, ToolSpec
@@ -90,6 +92,8 @@ class SQLExecutor:
         self, tool: ToolRecord, arguments: dict[str, Any], timeout_s: float | None, stop: _Stopper
     ) -> Any:
         plan = self._plan(tool)
+        if plan.access is Access.WRITE and current_access() == Access.READ.value:
+            plan = replace(plan, access=Access.READ)  # a skill granted read only
         engine = self._engine(plan)
         parameters = driver_parameters(plan, arguments, engine.dialect.name)
         timer = stop.after(timeout_s)

@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from ..types import RunRecord, RunStatus
-from .schema import agents, run_messages, runs, skills
+from .schema import agents, decisions, run_messages, runs, skills
 
 #: (seq, iteration, role, message as a JSON-able dict)
 MessageRow = tuple[int, int, str, dict[str, Any]]
@@ -116,6 +116,13 @@ class AgentRows:
                 {"seq": seq, "iteration": iteration, **_json(message)}
                 for seq, iteration, message in conn.execute(query)
             ]
+
+    def set_decision_choice(self, decision_id: int, chosen: str) -> None:
+        """Record which candidate a decision's caller actually ran."""
+        with self._guard(), self.engine.begin() as conn:
+            conn.execute(
+                decisions.update().where(decisions.c.id == decision_id).values(chosen=chosen)
+            )
 
     # -- skills and agents -------------------------------------------------
     def put_skill(self, tenant: str, row: dict[str, Any]) -> tuple[int, bool]:

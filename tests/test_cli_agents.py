@@ -1,0 +1,58 @@
+"""`tooldb run`, `runs`, `run show`, `add skill`, `add agent`, `skills`, `agents`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import as_json, tooldb
+
+
+@pytest.fixture
+def url(store_url: str) -> str:
+    return store_url
+
+
+def test_run_routes_offline_and_the_run_can_be_shown(url: str) -> None:
+    as_json(url, "add", "python", "tooldb.examples.basic")
+    result = as_json(url, "run", "convert 100 C to F")
+    assert result["status"] == "success" and result["output"] == "212.0"
+    assert result["mode"] == "router" and result["tool_calls"][0]["tool"] == "convert_temperature"
+    runs = as_json(url, "runs")["runs"]
+    assert [r["id"] for r in runs] == [result["run_id"]]
+    shown = as_json(url, "run", "show", result["run_id"])
+    assert shown["status"] == "success" and [m["role"] for m in shown["messages"]] == [
+        "user", "assistant", "tool",
+    ]  # fmt: skip
+    plain = tooldb(url, "run", "show", result["run_id"])
+    assert plain.exit_code == 0 and "convert_temperature" in plain.output
+
+
+def test_run_failures_exit_1_and_bad_input_exits_2(url: str) -> None:
+    as_json(url, "add", "python", "tooldb.examples.basic")
+    failed = as_json(url, "run", "convert the temperature", code=1)
+    assert failed["status"] == "error" and failed["requires_review"] is True
+    assert "value" in failed["error"]
+    unknown = as_json(url, "run", "show", "nope", code=2)
+    assert "no run 'nope'" in unknown["error"]["message"]
+    bad_model = as_json(url, "run", "x", "--model", "madeup:thing", code=2)
+    assert "unknown model provider" in bad_model["error"]["message"]
+    assert as_json(url, "run", "x", "--agent", "ghost", code=2)["error"]["type"] == "NotFound"
+
+
+def test_skills_and_agents_from_files(url: str, tmp_path: Path) -> None:
+    skill = tmp_path / "SKILL.md"
+    skill.write_text(
+        "---\nname: temps\ndescription: Temperatures.\ntools: [convert_temperature]\n---\nUse it.\n"
+    )
+    assert as_json(url, "add", "skill", str(skill)) == {"changed": ["temps"]}
+    listed = as_json(url, "skills")["skills"]
+    assert listed[0]["name"] == "temps" and listed[0]["tools"][0]["access"] == "execute"
+    agent = tmp_path / "agent.yaml"
+    agent.write_text("name: weather\nskills: [temps]\n")
+    assert as_json(url, "add", "agent", str(agent)) == {"agent": "weather", "changed": True}
+    assert as_json(url, "agents")["agents"][0]["name"] == "weather"
+    bad = tmp_path / "bad.md"
+    bad.write_text("nothing")
+    assert "front matter" in as_json(url, "add", "skill", str(bad), code=2)["error"]["message"]

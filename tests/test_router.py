@@ -1,0 +1,120 @@
+"""The no-LLM router and its argument extraction."""
+
+from __future__ import annotations
+
+import pytest
+
+import tests.sample_tools as st
+from tooldb import Registry
+from tooldb.agents import Router, run_task
+from tooldb.agents.extract import extract_arguments
+from tooldb.examples import basic
+from tooldb.models import ScriptedModel, call
+from tooldb.types import RunStatus
+
+ADD = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer", "default": 1}},
+    "required": ["a"],
+}
+WEATHER = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"},
+        "units": {"type": "string", "enum": ["metric", "imperial"]},
+        "days": {"type": "integer"},
+        "alerts": {"type": "boolean"},
+    },
+    "required": ["city"],
+}
+
+
+@pytest.mark.parametrize(
+    ("task", "schema", "expected"),
+    [
+        ("add 2 and 3", ADD, {"a": 2, "b": 3}),
+        ("add b=9 to a = 7", ADD, {"a": 7, "b": 9}),
+        ("add -4", ADD, {"a": -4}),
+        ("weather for 'Paris' in imperial units for 3 days", WEATHER,
+         {"city": "Paris", "units": "imperial", "days": 3}),
+        ("city: Berlin, days to 4, alerts true", WEATHER,
+         {"city": "Berlin", "days": 4, "alerts": True}),
+        ("what is the weather in Rome", WEATHER, {"city": "what is the weather in Rome"}),
+        ("units for 3 days in 'Oslo'", WEATHER, {"city": "Oslo", "days": 3}),
+    ],
+)  # fmt: skip
+def test_extraction(task: str, schema: dict[str, object], expected: dict[str, object]) -> None:
+    assert extract_arguments(task, schema).arguments == expected
+
+
+def test_extraction_of_enum_codes_and_number_lists() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "value": {"type": "number"},
+            "from_unit": {"type": "string", "enum": ["C", "F", "K"]},
+            "to_unit": {"type": "string", "enum": ["C", "F", "K"]},
+        },
+        "required": ["value", "from_unit", "to_unit"],
+    }
+    got = extract_arguments("turn 100 degrees Celsius into Fahrenheit", schema).arguments
+    assert got == {"value": 100, "from_unit": "C", "to_unit": "F"}
+    got = extract_arguments("what is -40.5 F in C", schema).arguments
+    assert got == {"value": -40.5, "from_unit": "F", "to_unit": "C"}
+    numbers = {"type": "object", "properties": {"values": {"type": "array",
+               "items": {"type": "number"}}}, "required": ["values"]}  # fmt: skip
+    assert extract_arguments("mean of 1, 2.5 and 10", numbers).arguments == {"values": [1, 2.5, 10]}
+
+
+@pytest.fixture
+def examples(registry: Registry) -> Registry:
+    registry.add_module("tooldb.examples.basic")
+    registry.add(st.echo)
+    return registry
+
+
+def test_router_selects_extracts_runs_and_records(examples: Registry) -> None:
+    result = Router(examples).run("convert 100 C to F")
+    assert result.status is RunStatus.SUCCESS and result.mode == "router"
+    assert result.data == 212.0 and result.output == "212.0"
+    assert [u.tool for u in result.tool_calls] == ["convert_temperature"]
+    decisions = examples.store.list_decisions(examples.tenant, run_id=result.run_id)
+    assert decisions[0]["chosen"] == "convert_temperature"
+    stored = examples.store.get_run(examples.tenant, result.run_id)
+    assert stored is not None and stored.status is RunStatus.SUCCESS and stored.mode == "router"
+    call_log = examples.calls(run_id=result.run_id)
+    assert call_log[0].arguments == {"value": 100, "from_unit": "C", "to_unit": "F"}
+
+
+def test_router_failure_names_what_is_missing(examples: Registry) -> None:
+    result = Router(examples).run("convert the temperature")
+    assert result.status is RunStatus.ERROR and result.requires_review
+    assert "convert_temperature" in (result.error or "") and "value" in (result.error or "")
+
+
+def test_router_with_a_model_lets_it_extract_arguments(examples: Registry) -> None:
+    model = ScriptedModel([call("convert_temperature", {"value": 0, "from_unit": "C",
+                                                        "to_unit": "K"})])  # fmt: skip
+    result = Router(examples, model=model).run(
+        "convert the temperature of freezing water to kelvin"
+    )
+    assert result.output == "273.15"
+    assert model.requests[0][2].name == "convert_temperature"
+
+
+def test_run_task_routes_without_a_model_and_loops_with_one(examples: Registry) -> None:
+    assert run_task(examples, "add 2 and 40").mode == "router"
+    model = ScriptedModel([call("add", {"a": 2, "b": 40}), "42"])
+    result = run_task(examples, "add 2 and 40", model=model)
+    assert result.mode == "llm" and result.output == "42"
+
+
+def test_bad_tasks_are_usage_errors(examples: Registry) -> None:
+    from tooldb.errors import UsageError
+
+    with pytest.raises(UsageError):
+        Router(examples).run("   ")
+
+
+def test_basic_examples_still_import() -> None:
+    assert callable(basic.convert_temperature)
