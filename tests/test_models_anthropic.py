@@ -62,9 +62,22 @@ def complete(
     messages: list[Message],
     tools: list[ToolSchema] | None = None,
     choice: str = "auto",
+    *,
+    close: bool = True,
 ) -> ModelTurn:
-    turn: ModelTurn = asyncio.run(model.complete(messages, tools or [], ToolChoice.parse(choice)))
-    return turn
+    """One turn on a fresh event loop, closing the loop's client after it (or not)."""
+
+    async def turn() -> ModelTurn:
+        try:
+            answer: ModelTurn = await model.complete(
+                messages, tools or [], ToolChoice.parse(choice)
+            )
+            return answer
+        finally:
+            if close:
+                await model.aclose()
+
+    return asyncio.run(turn())
 
 
 WEATHER_CALL = ToolCall(
@@ -302,3 +315,11 @@ def test_a_tool_message_needs_its_call_id(server: WireServer) -> None:
     with pytest.raises(UsageError, match="tool_call_id"):
         complete(model_for(server), [Message(role="tool", content="x")])
     assert server.requests == []
+
+
+def test_an_answer_of_the_wrong_shape_is_a_model_error(server: WireServer) -> None:
+    body = fixture("anthropic", "single_tool_call")["response"]["body"]
+    del body["content"][1]["name"]
+    server.reply({"status": 200, "body": body})
+    with pytest.raises(ModelError, match=r"'anthropic' .* sent an answer of an unexpected shape"):
+        complete(model_for(server), [Message.user("weather?")], [WEATHER])

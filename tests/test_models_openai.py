@@ -60,9 +60,22 @@ def complete(
     messages: list[Message],
     tools: list[ToolSchema] | None = None,
     choice: str = "auto",
+    *,
+    close: bool = True,
 ) -> ModelTurn:
-    turn: ModelTurn = asyncio.run(model.complete(messages, tools or [], ToolChoice.parse(choice)))
-    return turn
+    """One turn on a fresh event loop, closing the loop's client after it (or not)."""
+
+    async def turn() -> ModelTurn:
+        try:
+            answer: ModelTurn = await model.complete(
+                messages, tools or [], ToolChoice.parse(choice)
+            )
+            return answer
+        finally:
+            if close:
+                await model.aclose()
+
+    return asyncio.run(turn())
 
 
 GET_WEATHER = ToolCall(
@@ -314,8 +327,9 @@ def test_an_unreachable_server() -> None:
 def test_the_model_works_across_event_loops_and_concurrently(server: WireServer) -> None:
     server.reply(fixture("openai", "text_answer")["response"])
     model = model_for(server)
-    assert complete(model, [Message.user("one")]).text == "Paris."
-    assert complete(model, [Message.user("two")]).text == "Paris."  # a new asyncio.run
+    # The first loop ends with its client open; the second loop must not reuse it.
+    assert complete(model, [Message.user("one")], close=False).text == "Paris."
+    assert complete(model, [Message.user("two")]).text == "Paris."
 
     async def many() -> list[ModelTurn]:
         turns = await asyncio.gather(
@@ -339,3 +353,15 @@ def test_request_body_without_a_token_limit(server: WireServer) -> None:
     assert isinstance(model, OpenAIModel)
     body = model.request([Message.user("hi")], [], ToolChoice())
     assert body == {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def test_an_answer_of_the_wrong_shape_is_a_model_error(server: WireServer) -> None:
+    response = fixture("openai", "single_tool_call")["response"]
+    response["body"]["choices"][0]["message"]["tool_calls"][0]["function"]["name"] = None
+    server.reply(response)
+    with pytest.raises(ModelError, match="sent an answer of an unexpected shape"):
+        complete(model_for(server), [Message.user("weather?")], [WEATHER])
+
+    server.reply({"status": 200, "body": {"choices": [{"index": 0, "finish_reason": "stop"}]}})
+    with pytest.raises(ModelError, match="unexpected shape: AttributeError"):
+        complete(model_for(server), [Message.user("hi")])

@@ -142,6 +142,16 @@ def model_error(
     return ModelError(message, provider=provider, model=model, status=status)
 
 
+def unexpected_answer(exc: Exception, *, provider: str, model: str) -> ModelError:
+    """A 200 answer whose body does not have the documented shape."""
+    return ModelError(
+        f"model provider {provider!r} (model {model!r}) sent an answer of an unexpected "
+        f"shape: {type(exc).__name__}: {_short(str(exc))}",
+        provider=provider,
+        model=model,
+    )
+
+
 def parse_arguments(text: str) -> dict[str, object]:
     """Stored arguments as a JSON object; anything else is kept verbatim under ``_raw``
     (a provider that wants an object must still see what the model wrote)."""

@@ -12,7 +12,14 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ._sdk import ClientPerLoop, api_key, import_sdk, model_error, parse_arguments
+from ._sdk import (
+    ClientPerLoop,
+    api_key,
+    import_sdk,
+    model_error,
+    parse_arguments,
+    unexpected_answer,
+)
 from .base import Message, ModelTurn, StopReason, ToolCall, ToolChoice, ToolSchema, Usage
 
 if TYPE_CHECKING:
@@ -122,7 +129,10 @@ class AnthropicModel:
                 key=self._key,
                 key_env=self._key_env,
             ) from exc
-        return self.parse(response)
+        try:
+            return self.parse(response)
+        except (AttributeError, TypeError, ValueError) as exc:  # ValueError: pydantic's
+            raise unexpected_answer(exc, provider="anthropic", model=self.name) from exc
 
     async def aclose(self) -> None:
         """Close this event loop's client (others close with their loops)."""
