@@ -81,7 +81,24 @@ class ToolTimeout(ExecutionError):
 
 
 class ModelError(ToolDBError):
-    """A model provider failed or answered something unusable."""
+    """A model provider failed or answered something unusable.
+
+    ``status`` is the HTTP status the provider answered (None when there was no
+    answer: connection failure, timeout, or a body that made no sense).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.model = model
+        self.status = status
 
 
 class StoreError(ToolDBError):

@@ -71,6 +71,8 @@ class Settings:
     model_api_key_env: str = ""
     model_max_tokens: int = 4096
     model_timeout_s: float = 120.0
+    #: Retries of a failed model request (connection errors, 408/409/429/5xx) by the SDK.
+    model_max_retries: int = 2
     #: Default limits of an agent run (an agent's own limits override them).
     agent_max_iterations: int = 10
     agent_max_tool_calls: int = 15
