@@ -71,7 +71,8 @@ def postgres_url() -> Iterator[str]:
 def _truncate_postgres(url: str) -> None:
     with psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True) as conn:
         conn.execute(
-            "TRUNCATE tools, tool_versions, calls, tool_search, tenant_state, decisions"
+            "TRUNCATE tools, tool_versions, calls, tool_search, tenant_state, decisions,"
+            " tool_stats_history, ooda_cycles, ooda_acts, ooda_locks"
             " RESTART IDENTITY CASCADE"
         )
 

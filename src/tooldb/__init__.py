@@ -11,6 +11,7 @@ registry = tooldb.open()          # SQLite in the user data dir, or TOOLDB_URL
 registry.add(add)
 registry.call("add", {"a": 2})    # ToolResult(success=True, output='3', data=3, ...)
 registry.select("sum two numbers", k=3)   # Selection: the best tools, scores explained
+registry.ooda(dry_run=True)       # OodaReport: figures, findings, the acts it would take
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .errors import (
     ToolTimeout,
     UsageError,
 )
+from .ooda_types import Act, Finding, FindingKind, OodaReport
 from .registry import Registry, open_registry
 from .settings import Settings
 from .types import (
@@ -51,6 +53,7 @@ open = open_registry
 __version__ = "0.1.0"
 
 __all__ = [
+    "Act",
     "ArgumentError",
     "Binder",
     "BoundCall",
@@ -59,8 +62,11 @@ __all__ = [
     "DefinitionError",
     "ErrorKind",
     "ExecutionError",
+    "Finding",
+    "FindingKind",
     "ModelError",
     "NotFound",
+    "OodaReport",
     "Registry",
     "Returns",
     "Selection",
