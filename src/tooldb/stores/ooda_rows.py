@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -143,8 +144,7 @@ class OodaRows:
     ) -> dict[int, tuple[float | None, float | None]]:
         """Median and p95 (linear interpolation, as ``percentile_cont``) per tool over
         [middle, end). PostgreSQL computes them; SQLite has no percentile aggregate,
-        and fetching (tool, ms) into numpy measured 3x faster than ROW_NUMBER() windows
-        (bench/ooda.py)."""
+        so (tool, ms) rows go to numpy (bench/ooda.py compares ROW_NUMBER() windows)."""
         where = (
             calls.c.tenant == tenant,
             calls.c.started_at >= middle,
@@ -168,12 +168,13 @@ class OodaRows:
                 for row in conn.execute(query)
                 if row[0] is not None
             }
-        rows = conn.execute(
-            sa.select(calls.c.tool_id, calls.c.duration_ms).where(
-                *where, calls.c.tool_id.is_not(None)
-            )
-        ).all()
-        return group_quantiles(rows)
+        # The driver's cursor, in the snapshot's transaction: SQLAlchemy rows cost 3x.
+        cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(_SQLITE_DURATIONS, (tenant, middle, end))
+            return group_quantiles(cursor.fetchall())
+        finally:
+            cursor.close()
 
     def apply_analysis(
         self,
@@ -414,6 +415,13 @@ class OodaRows:
             )
 
 
+_SQLITE_DURATIONS = (
+    "SELECT tool_id, duration_ms FROM calls WHERE tenant = ? AND started_at >= ?"
+    " AND started_at < ? AND tool_id IS NOT NULL"
+    " AND (error_kind IS NULL OR error_kind != 'arguments')"
+)
+
+
 class _Unchanged(Exception):
     """The act's condition no longer held: roll its transaction back."""
 
@@ -462,8 +470,8 @@ def group_quantiles(
     order statistics exactly as PostgreSQL's ``percentile_cont``."""
     if not rows:
         return {}
-    data = np.asarray(rows, dtype=np.float64)
-    ids, values = data[:, 0].astype(np.int64), data[:, 1]
+    flat = np.fromiter(chain.from_iterable(rows), dtype=np.float64, count=2 * len(rows))
+    ids, values = flat[0::2].astype(np.int64), flat[1::2]
     order = np.lexsort((values, ids))
     ids, values = ids[order], values[order]
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
