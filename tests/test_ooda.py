@@ -371,7 +371,7 @@ def test_concurrent_cycles_act_once(store_url: str) -> None:
     setup.close()
 
 
-def test_settings_are_checked() -> None:
+def test_settings_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(UsageError, match="ooda_alpha"):
         Settings(ooda_alpha=2.0)
     with pytest.raises(UsageError, match="ooda_window_s"):
@@ -379,3 +379,8 @@ def test_settings_are_checked() -> None:
     with pytest.raises(UsageError, match="ooda_disable_min_calls"):
         Settings(ooda_disable_min_calls=-1)
     assert Settings(ooda_protected_categories=["a", "b"]).ooda_protected_categories == ("a", "b")
+    monkeypatch.setenv("TOOLDB_OODA_PROTECTED_CATEGORIES", "diagnostics, billing")
+    monkeypatch.setenv("TOOLDB_OODA_WINDOW", "3600")
+    loaded = Settings.load()
+    assert loaded.ooda_protected_categories == ("diagnostics", "billing")
+    assert loaded.ooda_window_s == 3600.0

@@ -57,7 +57,8 @@ class Optimizer:
     ) -> OodaReport:
         """Run one cycle. ``dry_run`` changes nothing and returns what would be done.
         ``wait_s`` (default: setting ``ooda_lock_wait_s``) is how long to wait for
-        another cycle of the tenant; past it, StoreError says who holds it."""
+        another cycle of the tenant; past it, StoreError says who holds it. ``now`` is
+        the end of the window (default: the current time; calls after it are skew)."""
         return self.run(dry_run=dry_run, wait_s=wait_s, now=now)
 
     def run(
