@@ -104,8 +104,8 @@ class Optimizer:
                 f"tool {act['tool_name']!r} of act {act_id} was removed since; nothing to undo"
             )
         enable = act["action"] == "disable"
-        row = self._row(
-            tool.id, tool.name, "enable" if enable else "disable", "undo", "person",
+        row = _act_row(
+            self.tenant, tool.id, tool.name, "enable" if enable else "disable", "undo", "person",
             f"undo of act {act_id} ({act['action']} by {act['policy']})",
             {"undoes": act_id, "original_reason": act["reason"]}, reverses=act_id,
         )  # fmt: skip
@@ -211,19 +211,6 @@ class Optimizer:
         finally:
             self.store.release_ooda_lock(self.tenant, holder)
 
-    def _row(
-        self, tool_id: int, tool_name: str, action: str, policy: str, actor: str, reason: str,
-        evidence: dict[str, Any], *, cycle_id: int | None = None, reverses: int | None = None,
-        created_at: float | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
-        return {
-            "tenant": self.tenant, "cycle_id": cycle_id, "tool_id": tool_id,
-            "tool_name": tool_name, "action": action, "policy": policy, "actor": actor,
-            "reason": reason, "evidence": evidence,
-            "created_at": time.time() if created_at is None else created_at,
-            "reverses": reverses,
-        }  # fmt: skip
-
 
 class Policy:
     """The act stage of one cycle: reconcile re-enables by hand, then disable tools that
@@ -251,19 +238,19 @@ class Policy:
                 continue  # removed since, or still disabled: nothing to reconcile
             when = max(tool.updated_at, active["created_at"])
             overrides[tool.id] = max(overrides.get(tool.id, 0.0), when)
-            row = self.o._row(
-                tool.id, tool.name, "enable", "manual_enable", "person",
+            row = _act_row(
+                tenant, tool.id, tool.name, "enable", "manual_enable", "person",
                 f"re-enabled outside OODA after act {active['id']}",
                 {"reverses_act": active["id"]}, reverses=active["id"], created_at=when,
             )  # fmt: skip
-            acts.append(self._record(row, None, dry_run))
+            acts.append(self._record(row, disable=False, dry_run=dry_run))
         held: list[Held] = []
         for tool in sorted(self.scan.tools, key=lambda t: t.name):
             decision = self._judge(tool, overrides.get(tool.id))
             if isinstance(decision, Held):
                 held.append(decision)
             elif decision is not None:
-                act = self._record(decision, True, dry_run)
+                act = self._record(decision, disable=True, dry_run=dry_run)
                 if act.id is not None or dry_run:
                     acts.append(act)
         return acts, held
@@ -273,9 +260,10 @@ class Policy:
         if not tool.enabled:
             return None
         since, calls, successes = self.start, tool.now.calls, tool.now.successes
-        overridden = override is not None and override > self.start
-        if overridden:  # a person re-enabled it: only calls made since count
-            since = override  # type: ignore[assignment]
+        overridden = False
+        if override is not None and override > self.start:
+            # A person re-enabled it: only the calls made since count.
+            since, overridden = override, True
             calls, successes = self.o.store.window_counts(self.o.tenant, tool.id, since, self.end)
         if not self._fails(calls, successes):
             if overridden and self._fails(tool.now.calls, tool.now.successes):
@@ -302,20 +290,38 @@ class Policy:
             f"{successes / calls:.0%} of {calls} calls succeeded since {_iso(since)} "
             f"(policy: disable below {self.rate:.0%} over more than {self.min_calls} calls)"
         )
-        return self.o._row(
-            tool.id, tool.name, "disable", POLICY, "ooda", reason, evidence,
+        return _act_row(
+            self.o.tenant, tool.id, tool.name, "disable", POLICY, "ooda", reason, evidence,
             cycle_id=self.cycle_id,
         )  # fmt: skip
 
     def _fails(self, calls: int, successes: int) -> bool:
         return calls > self.min_calls and successes / calls < self.rate
 
-    def _record(self, row: dict[str, Any], only_if: bool | None, dry_run: bool) -> Act:
+    def _record(self, row: dict[str, Any], *, disable: bool, dry_run: bool) -> Act:
+        """Store an act: a disable (of a tool still enabled), or a record only."""
         act_id = None
         if not dry_run:
-            enable = None if only_if is None else not only_if
-            act_id = self.o.store.apply_act(row, set_enabled=enable, only_if_enabled=only_if)
+            act_id = self.o.store.apply_act(
+                row,
+                set_enabled=False if disable else None,
+                only_if_enabled=True if disable else None,
+            )
         return Act(id=act_id, tool=row["tool_name"], **_act_fields(row))
+
+
+def _act_row(
+    tenant: str, tool_id: int, tool_name: str, action: str, policy: str, actor: str,
+    reason: str, evidence: dict[str, Any], *, cycle_id: int | None = None,
+    reverses: int | None = None, created_at: float | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """An ``ooda_acts`` row (what ``apply_act`` stores)."""
+    return {
+        "tenant": tenant, "cycle_id": cycle_id, "tool_id": tool_id, "tool_name": tool_name,
+        "action": action, "policy": policy, "actor": actor, "reason": reason,
+        "evidence": evidence, "created_at": time.time() if created_at is None else created_at,
+        "reverses": reverses,
+    }  # fmt: skip
 
 
 def _act_fields(row: dict[str, Any]) -> dict[str, Any]:
