@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tooldb import Registry
-from tooldb.selection import Filters
+from tooldb.selection import Filters, Selector, Weights
+from tooldb.stores import LiveStats, Store, TenantState
+from tooldb.tool_index import ToolIndex
 
 WINDOW_S = 86_400.0
 
@@ -133,6 +135,36 @@ EXPECTED_DISABLED = {"weather_forecast", "send_email"}
 EXPECTED_HELD = {"check_service_health"}
 
 
+class BetweenWrites:
+    """The store as selection reads it while nothing writes: the simulation writes only
+    when it flushes a batch, so until then ``tenant_state`` and ``live_stats`` would
+    return the same rows on every call. They are read once per batch (all the tenant's
+    tools) and served from memory: the same answers, without 20,000 x 2 round trips."""
+
+    def __init__(self, store: Store, tool_ids: list[int]) -> None:
+        self.store = store
+        self.tool_ids = tool_ids
+        self.forget()
+
+    def forget(self) -> None:
+        """Called after every write: the next read goes to the database."""
+        self._state: TenantState | None = None
+        self._stats: dict[int, LiveStats] | None = None
+
+    def tenant_state(self, tenant: str) -> TenantState:
+        if self._state is None:
+            self._state = self.store.tenant_state(tenant)
+        return self._state
+
+    def live_stats(self, tenant: str, ids: list[int]) -> dict[int, LiveStats]:
+        if self._stats is None:
+            self._stats = self.store.live_stats(tenant, self.tool_ids)
+        return {i: self._stats[i] for i in ids if i in self._stats}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
 @dataclass
 class Simulation:
     registry: Registry
@@ -161,11 +193,21 @@ class Simulation:
         )
         self.ids = {t.name: t.id for t in self.registry.list(include_disabled=True)}
         self.end = time.time()  # after registration: unused tools are older than the log
+        registry = self.registry
+        self.reads = BetweenWrites(registry.store, list(self.ids.values()))
+        embedder = registry.embedder
+        index = ToolIndex(
+            self.reads,  # type: ignore[arg-type]
+            registry.tenant,
+            embedder.id if embedder else None,
+            embedder.dim if embedder else 0,
+        )
+        self.selector = Selector(index, embedder, Weights.from_settings(registry.settings))
 
     def top1(self, task: str) -> str | None:
-        """Selection's choice for a task (query vectors cached: the same task embeds
-        the same, and this keeps 20,000 selections fast)."""
-        selector = self.registry.selector
+        """Selection's choice for a task: tooldb's Selector, configured as the registry's,
+        over the store as it stands (query vectors cached: a task embeds the same)."""
+        selector = self.selector
         vector = self._vectors.get(task)
         if vector is None and selector.embedder is not None:
             vector = self._vectors[task] = selector.embedder.embed([task])[0]
@@ -208,13 +250,18 @@ class Simulation:
                 }
             )
             if len(pending) >= batch:
-                self.registry.store.record_calls(pending)
+                self.flush(pending)
                 pending = []
-        self.registry.store.record_calls(pending)
+        self.flush(pending)
+
+    def flush(self, rows: list[dict[str, Any]]) -> None:
+        self.registry.store.record_calls(rows)
+        self.reads.forget()
 
     def expected_top1_success(self) -> float:
         """Mean success probability (late phase) of selection's top-1 over every task,
         each topic weighted equally, as calls are drawn."""
+        self.reads.forget()  # OODA may have changed the registry since the last write
         total = 0.0
         for topic, tasks in TASKS.items():
             for task in tasks:
@@ -225,4 +272,5 @@ class Simulation:
         return total / len(TASKS)
 
     def choices(self) -> dict[str, str | None]:
+        self.reads.forget()
         return {task: self.top1(task) for tasks in TASKS.values() for task in tasks}

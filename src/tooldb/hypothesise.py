@@ -206,7 +206,7 @@ class Hypothesiser:
         before_rate, now_rate = rate(tool.before) or 0.0, rate(tool.now) or 0.0
         summary = (
             f"success fell from {before_rate:.0%} ({tool.before.calls} calls) to {now_rate:.0%} "
-            f"({tool.now.calls} calls); Fisher exact p={p_adj:.2g} after Holm"
+            f"({tool.now.calls} calls); Fisher exact {_p(p_adj)} after Holm"
         )
         evidence = self._evidence(
             tool, metric="success", previous_calls=tool.before.calls,
@@ -224,7 +224,7 @@ class Hypothesiser:
         typical_before = math.exp(_moments(tool.before).mean) - 1.0
         summary = (
             f"typical latency rose {ratio:.2f}x, from {typical_before:.0f} ms to "
-            f"{typical_now:.0f} ms; Welch t on log ms p={p_adj:.2g} after Holm"
+            f"{typical_now:.0f} ms; Welch t on log ms {_p(p_adj)} after Holm"
         )
         evidence = self._evidence(
             tool, metric="latency", previous_calls=tool.before.calls,
@@ -235,6 +235,11 @@ class Hypothesiser:
             min_calls=self.limits.degrade_min_calls,
         )  # fmt: skip
         return self._finding(FindingKind.DEGRADING, tool, summary, evidence)
+
+
+def _p(value: float) -> str:
+    """A p-value for a summary line (below double precision, say so rather than 0)."""
+    return f"p={value:.2g}" if value >= 1e-300 else "p<1e-300"
 
 
 def _moments(counts: WindowCounts) -> Moments:
