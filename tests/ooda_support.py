@@ -20,14 +20,15 @@ def log_calls(
     durations: Sequence[float] | None = None,
     error_kind: str | None = None,
 ) -> None:
-    """Record one call per outcome, stamped evenly over [start, end), as ``Registry.call``
-    would (log row and counters in one transaction); ``error_kind='arguments'`` rows are
-    logged but not counted, like a call rejected at binding."""
+    """Record one call per outcome, stamped evenly over [start, end), through the store
+    (``record_calls``: log rows and counters in one transaction, as ``Registry.call``
+    keeps them); ``error_kind='arguments'`` rows are logged but not counted, like a call
+    rejected at binding."""
     tool = registry.get(name)
     step = (end - start) / max(len(outcomes), 1)
-    for i, ok in enumerate(outcomes):
-        failed_kind = error_kind or "execution"
-        registry.store.record_call(
+    failed_kind = error_kind or "execution"
+    registry.store.record_calls(
+        [
             {
                 "tenant": registry.tenant,
                 "tool_id": tool.id,
@@ -43,9 +44,10 @@ def log_calls(
                 "output_preview": None,
                 "duration_ms": durations[i] if durations is not None else 10.0,
                 "started_at": start + (i + 0.5) * step,
-            },
-            counted=error_kind != "arguments",
-        )
+            }
+            for i, ok in enumerate(outcomes)
+        ]
+    )
 
 
 def pattern(calls: int, successes: int) -> list[bool]:

@@ -87,12 +87,13 @@ def test_selection_reads_window_figures_at_once_plus_calls_since(open_registry: 
     after = candidate()
     assert after.calls == 50 and after.success > 0.95  # the window, at once
     log_calls(registry, "lookup_weather", [False] * 10, start=now, end=now + 1)
+    assert registry.call("lookup_weather").success  # the call path's own recording
     live = candidate()
-    assert live.calls == 60
-    assert live.success == pytest.approx((50 + 5 * 0.9) / (60 + 5))
+    assert live.calls == 61
+    assert live.success == pytest.approx((51 + 5 * 0.9) / (61 + 5))
     # A dry run changes nothing selection reads.
     registry.ooda(dry_run=True, now=now + 2)
-    assert candidate().calls == 60
+    assert candidate().calls == 61
 
 
 def test_low_success_slow_and_never_used_follow_their_thresholds(open_registry: Opener) -> None:
