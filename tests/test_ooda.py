@@ -385,3 +385,20 @@ def test_settings_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     loaded = Settings.load()
     assert loaded.ooda_protected_categories == ("diagnostics", "billing")
     assert loaded.ooda_window_s == 3600.0
+
+
+def test_sqlite_without_math_functions_gets_ln_from_python() -> None:
+    import math
+    import sqlite3
+
+    from tooldb.stores.sqlite import _ensure_ln
+
+    connection = sqlite3.connect(":memory:")
+
+    class NoMathCursor:  # a build without SQLITE_ENABLE_MATH_FUNCTIONS answers like this
+        def execute(self, sql: str) -> None:
+            raise sqlite3.OperationalError("no such function: ln")
+
+    _ensure_ln(connection, NoMathCursor())
+    assert connection.execute("SELECT ln(1.0 + 9.0)").fetchone()[0] == pytest.approx(math.log(10.0))
+    _ensure_ln(connection, connection.cursor())  # present: left alone
