@@ -72,7 +72,8 @@ def _truncate_postgres(url: str) -> None:
     with psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True) as conn:
         conn.execute(
             "TRUNCATE tools, tool_versions, calls, tool_search, tenant_state, decisions,"
-            " runs, run_messages, skills, agents"
+            " runs, run_messages, skills, agents,"
+            " tool_stats_history, ooda_cycles, ooda_acts, ooda_locks"
             " RESTART IDENTITY CASCADE"
         )
 

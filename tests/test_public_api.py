@@ -14,6 +14,7 @@ EXPECTED = {
     "Model", "ModelTurn", "Router", "RunRecord", "RunResult", "RunStatus", "ScriptedModel",
     "SkillSpec", "SkillTool", "ToolCall", "ToolChoice", "ToolSchema", "ToolUse", "Usage",
     "load_model", "run_task",
+    "Act", "Finding", "FindingKind", "OodaReport",
 }  # fmt: skip
 
 

@@ -11,6 +11,7 @@ registry = tooldb.open()          # SQLite in the user data dir, or TOOLDB_URL
 registry.add(add)
 registry.call("add", {"a": 2})    # ToolResult(success=True, output='3', data=3, ...)
 registry.select("sum two numbers", k=3)   # Selection: the best tools, scores explained
+registry.ooda(dry_run=True)       # OodaReport: figures, findings, the acts it would take
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from .models import (
     Usage,
     load_model,
 )
+from .ooda_types import Act, Finding, FindingKind, OodaReport
 from .registry import Registry, open_registry
 from .settings import Settings
 from .types import (
@@ -74,6 +76,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Access",
+    "Act",
     "AgentLoop",
     "AgentSpec",
     "ArgumentError",
@@ -84,6 +87,8 @@ __all__ = [
     "DefinitionError",
     "ErrorKind",
     "ExecutionError",
+    "Finding",
+    "FindingKind",
     "FunctionModel",
     "Limits",
     "LoopContext",
@@ -92,6 +97,7 @@ __all__ = [
     "ModelError",
     "ModelTurn",
     "NotFound",
+    "OodaReport",
     "Registry",
     "Returns",
     "Router",

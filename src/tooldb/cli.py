@@ -490,6 +490,14 @@ def mcp_serve(
         int,
         typer.Option("-k", "--k", min=1, max=100, help="With --select: search_tools' default k."),
     ] = 5,
+    ooda_every: Annotated[
+        float | None,
+        typer.Option(
+            "--ooda-every",
+            min=1,
+            help="Run an OODA cycle every SECONDS while serving (one line per cycle on stderr).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the registry's enabled tools to MCP clients; calls are bound, run and recorded."""
     from .mcp_server import (
@@ -508,14 +516,17 @@ def mcp_serve(
         source: ToolSource = (
             SelectionTools(registry, category, k) if select else RegistryTools(registry, category)
         )
-        if transport is McpTransport.http:
-            serve_http(source, host, port)
-        else:
-            serve_stdio(source)
+        from .cli_ooda import ooda_schedule
+
+        with ooda_schedule(registry, ooda_every):
+            if transport is McpTransport.http:
+                serve_http(source, host, port)
+            else:
+                serve_stdio(source)
 
 
 def main() -> None:
     app()
 
 
-from . import cli_agents, cli_select  # noqa: E402,F401  (they register their commands on ``app``)
+from . import cli_agents, cli_ooda, cli_select  # noqa: E402,F401  (they register commands)

@@ -28,6 +28,7 @@ from .executors.threads import reserve as reserve_threads
 from .executors.threads import run_blocking
 from .manifests import read_manifest, spec_from_mapping
 from .openapi import OpenAPIImport, read_openapi
+from .optimize import Optimizer
 from .parallel import run_many, run_sync
 from .recording import Recorder, storable_text
 from .selection import Filters, Selector, Weights, check_request
@@ -35,6 +36,8 @@ from .settings import Settings
 from .stores import PutOutcome, SQLStore, Store, ToolHead, open_store
 from .stores.migrate import HEAD
 from .tool_index import ToolIndex
+from .tools import BUILTIN_MODULES
+from .tools.context import calling
 from .tooltext import tool_document
 from .types import (
     BoundCall,
@@ -82,6 +85,7 @@ class Registry(Catalog):
         self._embedder: Embedder | None = None
         self._embedder_loaded = False
         self._selector: Selector | None = None
+        self._optimizer: Optimizer | None = None
         #: Why the last registration could not embed its tools (None when it could).
         self.embedding_error: str | None = None
 
@@ -188,6 +192,11 @@ class Registry(Catalog):
             self._mcp().sessions, name, config, category=category, timeout_s=timeout_s
         )
         return self.register(specs)
+
+    def add_builtin_tools(self) -> list[PutOutcome]:
+        """Register tooldb's built-in tools (``analyze_system_state``, category
+        ``diagnostics``); re-running it updates them to this version of tooldb."""
+        return self.register([spec for m in BUILTIN_MODULES for spec, _ in tools_of_module(m)])
 
     def register(
         self, specs: Sequence[ToolSpec], *, embed: bool = True, progress: Progress | None = None
@@ -318,6 +327,15 @@ class Registry(Catalog):
             raise UsageError("this registry has no MCP executor")
         return executor
 
+    @property
+    def ooda(self) -> Optimizer:
+        """Self-optimisation for this tenant: ``registry.ooda(dry_run=False)`` runs a
+        cycle and returns an OodaReport; ``.findings()``, ``.history()``,
+        ``.undo(act_id)``, ``.trend(name)`` (optimize.py, docs/ooda.md)."""
+        if self._optimizer is None:
+            self._optimizer = Optimizer(self)
+        return self._optimizer
+
     # -- reading and managing ------------------------------------------------
     def get(self, name: str) -> ToolRecord:
         tool = self.store.get_tool(self.tenant, name)
@@ -408,7 +426,10 @@ class Registry(Catalog):
         tool does — raise, time out — comes back as a ToolResult with ``success=False``.
         """
         bound = self._bind_recording_rejects(name, arguments, run_id)
-        outcome = execute(self._executor(bound.tool), bound, self._timeout(bound.tool, timeout_s))
+        with calling(self):
+            outcome = execute(
+                self._executor(bound.tool), bound, self._timeout(bound.tool, timeout_s)
+            )
         return self._finish(bound, outcome, run_id)
 
     async def acall(
@@ -431,7 +452,8 @@ class Registry(Catalog):
         def record_cancelled(outcome: Outcome) -> None:
             self._finish(bound, outcome, run_id)
 
-        outcome = await aexecute(self._executor(bound.tool), bound, timeout, record_cancelled)
+        with calling(self):
+            outcome = await aexecute(self._executor(bound.tool), bound, timeout, record_cancelled)
         return await run_blocking(self._finish, bound, outcome, run_id)
 
     async def acall_many(

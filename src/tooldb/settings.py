@@ -78,6 +78,25 @@ class Settings:
     agent_max_tool_calls: int = 15
     agent_max_retries_per_tool: int = 2
     agent_timeout_s: float = 300.0
+    #: OODA (optimize.py, docs/ooda.md): the analysis window, then the findings'
+    #: thresholds, the act policy, and the per-tenant cycle lease.
+    ooda_window_s: float = 7 * 86400.0
+    ooda_low_success_rate: float = 0.7
+    ooda_low_success_min_calls: int = 100
+    ooda_alpha: float = 0.01
+    ooda_degrade_min_calls: int = 20
+    ooda_degrade_min_drop: float = 0.05
+    ooda_latency_degrade_ratio: float = 1.25
+    ooda_slow_p95_ms: float = 10_000.0
+    ooda_slow_min_calls: int = 20
+    ooda_never_used_after_s: float = 7 * 86400.0
+    ooda_alternatives: int = 3
+    ooda_alternative_min_relevance: float = 0.5
+    ooda_disable_success_rate: float = 0.5
+    ooda_disable_min_calls: int = 200
+    ooda_protected_categories: tuple[str, ...] = ("diagnostics",)
+    ooda_lock_ttl_s: float = 600.0
+    ooda_lock_wait_s: float = 0.0
     max_parallel_calls: int = 16
     max_parallel_per_tool: int = 8
     connections: dict[str, str] = field(default_factory=dict)
@@ -93,9 +112,16 @@ class Settings:
     def __post_init__(self) -> None:
         # Python callers may pass a list: store a tuple, immutable like the rest.
         object.__setattr__(self, "http_allowed_hosts", tuple(self.http_allowed_hosts))
-        for name in ("http_timeout_s", "http_max_response_bytes"):
+        object.__setattr__(self, "ooda_protected_categories", tuple(self.ooda_protected_categories))
+        for name in _POSITIVE:
             if getattr(self, name) <= 0:
                 raise UsageError(f"setting {name!r} must be positive, got {getattr(self, name)}")
+        for name in _FRACTIONS:
+            if not 0 <= getattr(self, name) <= 1:
+                raise UsageError(f"setting {name!r} must be from 0 to 1, got {getattr(self, name)}")
+        for name in _NOT_NEGATIVE:
+            if getattr(self, name) < 0:
+                raise UsageError(f"setting {name!r} must be 0 or more, got {getattr(self, name)}")
 
     @property
     def resolved_url(self) -> str:
@@ -122,6 +148,20 @@ class Settings:
             else:
                 changes[key] = _coerce(key, raw, type(getattr(self, key)), source)
         return replace(self, **changes)
+
+
+_POSITIVE = (
+    "http_timeout_s", "http_max_response_bytes", "ooda_window_s", "ooda_slow_p95_ms",
+    "ooda_latency_degrade_ratio", "ooda_lock_ttl_s",
+)  # fmt: skip
+_FRACTIONS = (
+    "ooda_low_success_rate", "ooda_alpha", "ooda_degrade_min_drop",
+    "ooda_alternative_min_relevance", "ooda_disable_success_rate",
+)  # fmt: skip
+_NOT_NEGATIVE = (
+    "ooda_low_success_min_calls", "ooda_degrade_min_calls", "ooda_slow_min_calls",
+    "ooda_never_used_after_s", "ooda_alternatives", "ooda_disable_min_calls", "ooda_lock_wait_s",
+)  # fmt: skip
 
 
 def _connections(raw: Any, source: str) -> dict[str, str]:
@@ -205,6 +245,8 @@ _ENV_KEYS = {
     "TOOLDB_HTTP_MAX_RESPONSE_BYTES": "http_max_response_bytes",
     "TOOLDB_MODEL": "model",
     "TOOLDB_MODEL_BASE_URL": "model_base_url",
+    "TOOLDB_OODA_WINDOW": "ooda_window_s",
+    "TOOLDB_OODA_PROTECTED_CATEGORIES": "ooda_protected_categories",
 }
 
 

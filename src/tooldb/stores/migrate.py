@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-HEAD = "0003_agents"
+HEAD = "0004_ooda"
 VERSION_TABLE = "alembic_version"
 
 

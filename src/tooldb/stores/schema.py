@@ -43,6 +43,18 @@ tools = sa.Table(
     # The tenant generation at the tool's last change (definition, state or embedding):
     # in-process indexes reload only rows past the generation they last saw.
     sa.Column("change_seq", sa.BigInteger, nullable=False, server_default="0"),
+    # OODA (optimize.py): the figures of the last analysis over its window, and the
+    # lifetime counters at that instant, so selection reads "window + calls since".
+    sa.Column("analyzed_at", sa.Float, nullable=True),
+    sa.Column("window_s", sa.Float, nullable=True),
+    sa.Column("window_calls", sa.BigInteger, nullable=True),
+    sa.Column("window_successes", sa.BigInteger, nullable=True),
+    sa.Column("window_duration_ms", sa.Float, nullable=True),
+    sa.Column("window_p50_ms", sa.Float, nullable=True),
+    sa.Column("window_p95_ms", sa.Float, nullable=True),
+    sa.Column("base_usage_count", sa.BigInteger, nullable=True),
+    sa.Column("base_success_count", sa.BigInteger, nullable=True),
+    sa.Column("base_duration_ms", sa.Float, nullable=True),
     sa.UniqueConstraint("tenant", "name", name="uq_tools_tenant_name"),
 )
 sa.Index("ix_tools_tenant_category", tools.c.tenant, tools.c.category)
@@ -220,4 +232,81 @@ agents = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
     sa.UniqueConstraint("tenant", "name", name="uq_agents_tenant_name"),
+)
+
+# -- OODA (optimize.py) --------------------------------------------------------------------
+
+#: One row per tool per analysis: the trend of its windowed figures. No foreign key: the
+#: series outlives a removed tool, like the call log.
+tool_stats_history = sa.Table(
+    "tool_stats_history",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("tool_id", sa.BigInteger, nullable=False),
+    sa.Column("tool_name", sa.Text, nullable=False),
+    sa.Column("cycle_id", sa.BigInteger, nullable=True),
+    sa.Column("analyzed_at", sa.Float, nullable=False),
+    sa.Column("window_s", sa.Float, nullable=False),
+    sa.Column("calls", sa.BigInteger, nullable=False),
+    sa.Column("successes", sa.BigInteger, nullable=False),
+    sa.Column("duration_ms", sa.Float, nullable=False),
+    sa.Column("p50_ms", sa.Float, nullable=True),
+    sa.Column("p95_ms", sa.Float, nullable=True),
+)
+sa.Index(
+    "ix_tool_stats_history_tenant_tool",
+    tool_stats_history.c.tenant,
+    tool_stats_history.c.tool_id,
+    tool_stats_history.c.analyzed_at,
+)
+
+#: Every OODA cycle that was not a dry run: what it looked at and what it found.
+ooda_cycles = sa.Table(
+    "ooda_cycles",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("ended_at", sa.Float, nullable=False),
+    sa.Column("window_s", sa.Float, nullable=False),
+    sa.Column("tools_analyzed", sa.Integer, nullable=False),
+    sa.Column("calls_analyzed", sa.BigInteger, nullable=False),
+    sa.Column("findings", Json, nullable=False),
+    sa.Column("acts", sa.Integer, nullable=False),
+    sa.Column("notes", Json, nullable=False),
+)
+sa.Index("ix_ooda_cycles_tenant_started", ooda_cycles.c.tenant, ooda_cycles.c.started_at)
+
+#: The audit of every change OODA (or an undo) made: what, why, evidence, which policy.
+#: ``reverses`` points at the act an undo reversed; ``undone_by`` at the act that undid it.
+ooda_acts = sa.Table(
+    "ooda_acts",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("cycle_id", sa.BigInteger, nullable=True),
+    sa.Column("tool_id", sa.BigInteger, nullable=False),
+    sa.Column("tool_name", sa.Text, nullable=False),
+    sa.Column("action", sa.Text, nullable=False),
+    sa.Column("policy", sa.Text, nullable=False),
+    sa.Column("actor", sa.Text, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("evidence", Json, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("reverses", sa.BigInteger, nullable=True),
+    sa.Column("undone_at", sa.Float, nullable=True),
+    sa.Column("undone_by", sa.BigInteger, nullable=True),
+)
+sa.Index("ix_ooda_acts_tenant_created", ooda_acts.c.tenant, ooda_acts.c.created_at)
+sa.Index("ix_ooda_acts_tenant_tool", ooda_acts.c.tenant, ooda_acts.c.tool_id)
+
+#: One row per tenant while a cycle acts: a lease, so a crashed holder expires.
+ooda_locks = sa.Table(
+    "ooda_locks",
+    metadata,
+    sa.Column("tenant", sa.Text, primary_key=True),
+    sa.Column("holder", sa.Text, nullable=False),
+    sa.Column("acquired_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
 )

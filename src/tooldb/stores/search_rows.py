@@ -54,6 +54,31 @@ class LiveStats:
     total_duration_ms: float
 
 
+_WINDOW_COLUMNS = {
+    "usage_count": ("window_calls", "base_usage_count"),
+    "success_count": ("window_successes", "base_success_count"),
+    "total_duration_ms": ("window_duration_ms", "base_duration_ms"),
+}
+
+
+def _windowed(counter: str) -> sa.ColumnElement[Any]:
+    window, base = (tools.c[name] for name in _WINDOW_COLUMNS[counter])
+    lifetime = tools.c[counter]
+    windowed = window + lifetime - base
+    return sa.case((tools.c.analyzed_at.is_(None), lifetime), else_=windowed).label(counter)
+
+
+#: Built once: selection runs it on every ``select``.
+_LIVE_STATS = sa.select(
+    tools.c.id,
+    _windowed("usage_count"),
+    _windowed("success_count"),
+    _windowed("total_duration_ms"),
+).where(
+    tools.c.tenant == sa.bindparam("tenant"), tools.c.id.in_(sa.bindparam("ids", expanding=True))
+)
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -161,15 +186,14 @@ class SearchRows:
                 )
 
     def live_stats(self, tenant: str, ids: Sequence[int]) -> dict[int, LiveStats]:
+        """Lifetime counters, or once OODA analysed the tool, its window's figures plus
+        every call counted since the analysis (optimize.py)."""
         if not ids:
             return {}
-        query = sa.select(
-            tools.c.id, tools.c.usage_count, tools.c.success_count, tools.c.total_duration_ms
-        ).where(tools.c.tenant == tenant, tools.c.id.in_(list(ids)))
         with self._guard(), self._reader.connect() as conn:
             return {
                 row.id: LiveStats(row.usage_count, row.success_count, row.total_duration_ms)
-                for row in conn.execute(query)
+                for row in conn.execute(_LIVE_STATS, {"tenant": tenant, "ids": list(ids)})
             }
 
     def pending_embeddings(

@@ -23,6 +23,9 @@ from ..errors import StoreError, UsageError
 from ..types import CallRecord, ErrorKind, ToolRecord, ToolSpec, ToolStats, ToolVersion
 from . import migrate
 from .agent_rows import AgentRows
+from .bulk_calls import BulkCalls
+from .health_rows import HealthRows
+from .ooda_rows import OodaRows
 from .schema import calls, tool_search, tool_versions, tools
 from .search_rows import Generation, SearchRows, bump_generation, upsert_document
 from .sqlite import Checkpointer
@@ -50,7 +53,7 @@ class PutOutcome:
     status: str
 
 
-class SQLStore(SearchRows, AgentRows):
+class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls):
     """Tools, versions, the call log and the selection tables in one SQL database."""
 
     def __init__(self, engine: sa.Engine, *, checkpointer: Checkpointer | None = None) -> None:

@@ -9,6 +9,7 @@ last commits on power loss, not on a crash).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ def create_sqlite_engine(url: str, busy_timeout_s: float) -> sa.Engine:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
         cursor.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_CHECKPOINT_PAGES}")
+        _ensure_ln(dbapi_connection, cursor)
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -61,6 +63,17 @@ def create_sqlite_engine(url: str, busy_timeout_s: float) -> sa.Engine:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
+
+
+def _ensure_ln(dbapi_connection: Any, cursor: Any) -> None:
+    """OODA's latency test sums ln(); SQLite builds without the math functions get
+    Python's (slower, same values)."""
+    import sqlite3
+
+    try:
+        cursor.execute("SELECT ln(1.0)")
+    except sqlite3.OperationalError:
+        dbapi_connection.create_function("ln", 1, math.log, deterministic=True)
 
 
 #: Pages the WAL may hold before a committing writer checkpoints it itself: only a

@@ -1,0 +1,404 @@
+"""OODA on both stores: analysis figures, findings, the act policy, undo, and selection
+reading the refreshed figures."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tooldb
+from tooldb import NotFound, Registry, Settings, ToolDisabled, UsageError
+
+from .ooda_support import DAY, HOUR, log_calls, pattern, tool_spec
+
+Opener = Callable[..., Registry]
+
+
+@pytest.fixture
+def open_registry(store_url: str) -> Iterator[Opener]:
+    """Registries on the test store with OODA settings overridden per test."""
+    opened: list[Registry] = []
+
+    def make(tenant: str | None = None, **overrides: Any) -> Registry:
+        settings = Settings(embedder="hash", url=store_url, **overrides)
+        registry = tooldb.open(store_url, tenant, settings=settings)
+        opened.append(registry)
+        return registry
+
+    yield make
+    for registry in opened:
+        registry.close()
+
+
+def kinds(report: Any) -> set[tuple[str, str]]:
+    return {(f.kind.value, f.tool) for f in report.findings}
+
+
+def test_analysis_figures_are_the_logs_and_exclude_rejected_arguments(
+    open_registry: Opener,
+) -> None:
+    registry = open_registry()
+    registry.add(tool_spec("fetch"), tool_spec("idle"))
+    now = time.time()
+    durations = [float(d) for d in np.random.default_rng(3).lognormal(3, 1, 150)]
+    outcomes = pattern(150, 120)
+    log_calls(registry, "fetch", outcomes, start=now - 6 * DAY, end=now - HOUR, durations=durations)
+    log_calls(registry, "fetch", pattern(40, 10), start=now - 13 * DAY, end=now - 8 * DAY)
+    log_calls(registry, "fetch", [False] * 30, start=now - 2 * DAY, end=now - DAY,
+              error_kind="arguments")  # fmt: skip
+    report = registry.ooda(now=now)
+    fetch = next(f for f in report.figures if f.tool == "fetch")
+    assert (fetch.calls, fetch.successes) == (150, 120)
+    assert fetch.success_rate == pytest.approx(0.8)
+    assert fetch.avg_ms == pytest.approx(float(np.mean(durations)))
+    assert fetch.p50_ms == pytest.approx(float(np.percentile(durations, 50)))
+    assert fetch.p95_ms == pytest.approx(float(np.percentile(durations, 95)))
+    assert (fetch.previous_calls, fetch.previous_success_rate) == (40, 0.25)
+    idle = next(f for f in report.figures if f.tool == "idle")
+    assert (idle.calls, idle.success_rate, idle.p95_ms) == (0, None, None)
+    assert report.calls_analyzed == 150 and report.cycle_id is not None
+    trend = registry.ooda.trend("fetch")
+    assert len(trend) == 1 and trend[0]["calls"] == 150
+    assert trend[0]["p95_ms"] == pytest.approx(fetch.p95_ms)
+    assert trend[0]["cycle_id"] == report.cycle_id
+    registry.ooda(now=now + 1)
+    assert len(registry.ooda.trend("fetch")) == 2  # one row per tool per analysis
+    with pytest.raises(NotFound):
+        registry.ooda.trend("nope")
+
+
+def test_selection_reads_window_figures_at_once_plus_calls_since(open_registry: Opener) -> None:
+    registry = open_registry()
+    registry.add(tool_spec("lookup_weather", "Look up the weather for a city."))
+    now = time.time()
+    log_calls(registry, "lookup_weather", [False] * 300, start=now - 40 * DAY, end=now - 30 * DAY)
+    log_calls(registry, "lookup_weather", [True] * 50, start=now - 5 * DAY, end=now - DAY)
+
+    def candidate() -> Any:
+        return registry.select("weather in a city", k=1, record=False).candidates[0]
+
+    before = candidate()
+    assert before.calls == 350 and before.success < 0.2  # lifetime counters
+    registry.ooda(now=now)
+    after = candidate()
+    assert after.calls == 50 and after.success > 0.95  # the window, at once
+    log_calls(registry, "lookup_weather", [False] * 10, start=now, end=now + 1)
+    assert registry.call("lookup_weather").success  # the call path's own recording
+    live = candidate()
+    assert live.calls == 61
+    assert live.success == pytest.approx((51 + 5 * 0.9) / (61 + 5))
+    # A dry run changes nothing selection reads.
+    registry.ooda(dry_run=True, now=now + 2)
+    assert candidate().calls == 61
+
+
+def test_low_success_slow_and_never_used_follow_their_thresholds(open_registry: Opener) -> None:
+    registry = open_registry(ooda_slow_p95_ms=500.0, ooda_never_used_after_s=0.0)
+    registry.add(*(tool_spec(n) for n in ("weak", "weak_few", "fine", "slow", "unused")))
+    now = time.time()
+    span = {"start": now - 5 * DAY, "end": now - HOUR}
+    log_calls(registry, "weak", pattern(101, 60), **span)
+    log_calls(registry, "weak_few", pattern(100, 10), **span)  # needs more than 100
+    log_calls(registry, "fine", pattern(200, 150), **span)
+    log_calls(registry, "slow", [True] * 40, durations=[100.0] * 30 + [900.0] * 10, **span)
+    report = registry.ooda(dry_run=True, now=now)
+    assert kinds(report) == {
+        ("low_success", "weak"), ("slow", "slow"), ("never_used", "unused"),
+    }  # fmt: skip
+    weak = next(f for f in report.findings if f.tool == "weak")
+    assert (weak.evidence.calls, weak.evidence.successes) == (101, 60)
+    assert weak.evidence.threshold == 0.7 and weak.evidence.min_calls == 100
+    assert weak.evidence.window_end == now and weak.evidence.window_start == now - 7 * DAY
+    # A tool registered just now is not "never used": by default it gets a window first.
+    fresh = open_registry()
+    assert ("never_used", "unused") not in kinds(fresh.ooda(dry_run=True, now=now))
+
+
+def test_degrading_needs_a_significant_test_not_a_raw_difference(open_registry: Opener) -> None:
+    registry = open_registry()
+    names = ("falling", "wobbly", "slower", "steady")
+    registry.add(*(tool_spec(n) for n in names))
+    now = time.time()
+    before = {"start": now - 13 * DAY, "end": now - 8 * DAY}
+    current = {"start": now - 6 * DAY, "end": now - HOUR}
+    rng = np.random.default_rng(11)
+    log_calls(registry, "falling", pattern(200, 190), **before)
+    log_calls(registry, "falling", pattern(200, 150), **current)
+    # 90% -> 70% on 10 calls each: a raw 20-point drop, but no evidence.
+    log_calls(registry, "wobbly", pattern(10, 9), **before)
+    log_calls(registry, "wobbly", pattern(10, 7), **current)
+    log_calls(
+        registry, "slower", [True] * 100, durations=list(rng.lognormal(4, 0.5, 100)), **before
+    )
+    log_calls(
+        registry, "slower", [True] * 100, durations=list(rng.lognormal(4.7, 0.5, 100)), **current
+    )
+    for window in (before, current):  # a big healthy tool: no finding, however many calls
+        log_calls(registry, "steady", [bool(x) for x in rng.random(2000) < 0.9],
+                  durations=list(rng.lognormal(4, 0.5, 2000)), **window)  # fmt: skip
+    report = registry.ooda(dry_run=True, now=now)
+    assert kinds(report) == {("degrading", "falling"), ("degrading", "slower")}
+    falling = next(f for f in report.findings if f.tool == "falling")
+    evidence = falling.evidence
+    assert evidence.metric == "success" and evidence.test == "fisher_exact_one_sided"
+    assert (evidence.previous_calls, evidence.previous_successes) == (200, 190)
+    assert evidence.p_adjusted is not None and evidence.p_adjusted < 0.01
+    assert evidence.p_value is not None and evidence.p_adjusted >= evidence.p_value
+    slower = next(f for f in report.findings if f.tool == "slower").evidence
+    assert slower.metric == "latency" and slower.test == "welch_t_log_ms_one_sided"
+    assert slower.typical_ms is not None and slower.previous_typical_ms is not None
+    assert slower.typical_ms / slower.previous_typical_ms > 1.5
+
+
+def test_policy_disables_failing_tools_unless_protected(open_registry: Opener) -> None:
+    registry = open_registry()
+    registry.add(
+        tool_spec("flaky_api", "Fetch the exchange rate of a currency."),
+        tool_spec("rates_api", "Exchange rate of a currency, from a second provider."),
+        tool_spec("probe", "Probe a service.", category="diagnostics"),
+        tool_spec("borderline"),
+    )
+    now = time.time()
+    span = {"start": now - 5 * DAY, "end": now - HOUR}
+    log_calls(registry, "flaky_api", pattern(250, 75), **span)
+    log_calls(registry, "rates_api", pattern(50, 48), **span)
+    log_calls(registry, "probe", pattern(250, 50), **span)
+    log_calls(registry, "borderline", pattern(200, 20), **span)  # not more than 200 calls
+    report = registry.ooda(now=now)
+    assert [(a.tool, a.action, a.actor, a.policy) for a in report.acts] == [
+        ("flaky_api", "disable", "ooda", "disable_failing")
+    ]
+    assert [h.tool for h in report.held] == ["probe"]
+    assert "protected" in report.held[0].reason
+    assert not registry.get("flaky_api").enabled
+    assert registry.get("probe").enabled and registry.get("borderline").enabled
+    with pytest.raises(ToolDisabled):
+        registry.call("flaky_api")
+    assert "flaky_api" not in registry.select("exchange rate of a currency", k=5).names
+    act = registry.ooda.history()[0]
+    assert act.id == report.acts[0].id and act.cycle_id == report.cycle_id
+    assert act.evidence["calls"] == 250 and act.evidence["successes"] == 75
+    assert act.evidence["policy"]["success_below"] == 0.5
+    assert "30% of 250 calls" in act.reason
+    flaky = next(f for f in report.findings if f.tool == "flaky_api")
+    assert [a.tool for a in flaky.alternatives] == ["rates_api"]
+    assert flaky.alternatives[0].success_rate == pytest.approx(48 / 50)
+    # The next cycle finds the tool disabled: no second act.
+    assert registry.ooda(now=now + 1).acts == []
+
+
+def test_undo_reenables_and_the_tool_is_judged_again_on_new_calls_only(
+    open_registry: Opener,
+) -> None:
+    registry = open_registry()
+    registry.add(tool_spec("flaky"))
+    now = time.time()
+    log_calls(registry, "flaky", pattern(300, 30), start=now - 5 * DAY, end=now - DAY)
+    disabled = registry.ooda(now=now).acts[0]
+    undo = registry.ooda.undo(disabled.id)  # type: ignore[arg-type]
+    assert (undo.action, undo.actor, undo.policy, undo.reverses) == (
+        "enable", "person", "undo", disabled.id,
+    )  # fmt: skip
+    assert registry.get("flaky").enabled
+    history = {a.id: a for a in registry.ooda.history()}
+    assert history[disabled.id].undone_by == undo.id
+    with pytest.raises(UsageError, match="already undone"):
+        registry.ooda.undo(disabled.id)  # type: ignore[arg-type]
+    with pytest.raises(NotFound):
+        registry.ooda.undo(999_999)
+    with pytest.raises(NotFound):
+        registry.for_tenant("other").ooda.undo(disabled.id)  # type: ignore[arg-type]
+    later = time.time() + 1
+    report = registry.ooda(now=later)
+    assert report.acts == [] and registry.get("flaky").enabled
+    assert [h.tool for h in report.held] == ["flaky"] and "only 0 calls" in report.held[0].reason
+    log_calls(registry, "flaky", pattern(201, 20), start=later + 1, end=later + 100)
+    again = registry.ooda(now=later + 200).acts
+    assert [(a.tool, a.action) for a in again] == [("flaky", "disable")]
+    assert again[0].evidence["calls"] == 201  # only the calls since the undo
+
+
+def test_a_reenable_by_hand_is_recorded_and_respected(open_registry: Opener) -> None:
+    registry = open_registry()
+    registry.add(tool_spec("flaky"))
+    now = time.time()
+    log_calls(registry, "flaky", pattern(300, 30), start=now - 5 * DAY, end=now - DAY)
+    disabled = registry.ooda(now=now).acts[0]
+    registry.enable("flaky")
+    report = registry.ooda(now=time.time() + 1)
+    assert [(a.action, a.policy, a.reverses) for a in report.acts] == [
+        ("enable", "manual_enable", disabled.id)
+    ]
+    assert registry.get("flaky").enabled
+    assert registry.ooda.history()[1].undone_by == report.acts[0].id
+
+
+def test_dry_run_changes_nothing(open_registry: Opener) -> None:
+    registry = open_registry()
+    registry.add(tool_spec("flaky"))
+    now = time.time()
+    log_calls(registry, "flaky", pattern(300, 30), start=now - 5 * DAY, end=now - DAY)
+    report = registry.ooda(dry_run=True, now=now)
+    assert report.dry_run and report.cycle_id is None
+    assert [(a.id, a.tool, a.action) for a in report.acts] == [(None, "flaky", "disable")]
+    assert registry.get("flaky").enabled
+    assert registry.ooda.history() == [] and registry.store.list_cycles(registry.tenant) == []
+    assert registry.ooda.trend("flaky") == []
+    assert registry.ooda.findings(now=now) == report.findings
+
+
+# -- hostile input -------------------------------------------------------------------
+
+
+def test_empty_log(open_registry: Opener) -> None:
+    registry = open_registry()
+    assert registry.ooda().findings == []
+    registry.add(tool_spec("a"))
+    report = registry.ooda()
+    assert report.findings == [] and report.acts == [] and report.calls_analyzed == 0
+    assert any("no calls" in note for note in report.notes)
+
+
+def test_calls_from_the_future_are_left_out_and_reported(open_registry: Opener) -> None:
+    registry = open_registry()
+    registry.add(tool_spec("skewed"))
+    now = time.time()
+    log_calls(registry, "skewed", [False] * 300, start=now + HOUR, end=now + 2 * HOUR)
+    log_calls(registry, "skewed", [True] * 20, start=now - DAY, end=now - HOUR)
+    report = registry.ooda(now=now)
+    assert report.future_calls == 300 and report.acts == [] and report.findings == []
+    assert any("future" in note and "clock skew" in note for note in report.notes)
+    figures = next(f for f in report.figures if f.tool == "skewed")
+    assert (figures.calls, figures.successes) == (20, 20)
+    candidate = registry.select("skewed", k=1, record=False).candidates[0]
+    assert candidate.calls == 20  # the skewed calls are not in the window figures
+
+
+def test_tools_removed_since_are_left_out_and_cannot_be_undone(open_registry: Opener) -> None:
+    registry = open_registry()
+    registry.add(tool_spec("gone"), tool_spec("kept"))
+    now = time.time()
+    log_calls(registry, "gone", pattern(300, 30), start=now - 5 * DAY, end=now - DAY)
+    act = registry.ooda(now=now).acts[0]
+    registry.remove("gone")
+    report = registry.ooda(now=now + 1)
+    assert report.orphan_calls == 300 and "gone" not in {f.tool for f in report.figures}
+    with pytest.raises(NotFound, match="removed since"):
+        registry.ooda.undo(act.id)  # type: ignore[arg-type]
+    registry.add(tool_spec("gone"))  # a new tool of the same name starts clean
+    fresh = next(f for f in registry.ooda(now=now + 2).figures if f.tool == "gone")
+    assert fresh.calls == 0 and registry.get("gone").enabled
+    with pytest.raises(NotFound, match="removed since"):
+        registry.ooda.undo(act.id)  # type: ignore[arg-type]
+
+
+def test_broken_durations_do_not_break_the_analysis(open_registry: Opener) -> None:
+    registry = open_registry()
+    registry.add(tool_spec("odd"))
+    now = time.time()
+    log_calls(registry, "odd", [True] * 4, start=now - DAY, end=now - HOUR,
+              durations=[-5.0, 0.0, 1e12, 3.0])  # fmt: skip
+    figures = next(f for f in registry.ooda(now=now).figures if f.tool == "odd")
+    assert figures.calls == 4 and figures.p95_ms is not None
+
+
+def test_tenants_do_not_see_each_others_calls_or_locks(open_registry: Opener) -> None:
+    acme, other = open_registry("acme"), open_registry("other")
+    acme.add(tool_spec("shared"))
+    other.add(tool_spec("shared"))
+    now = time.time()
+    log_calls(other, "shared", pattern(300, 30), start=now - 5 * DAY, end=now - DAY)
+    assert acme.ooda(now=now).acts == []
+    assert acme.get("shared").enabled
+    acme.store.acquire_ooda_lock("acme", "someone-else", 60.0)
+    assert [a.tool for a in other.ooda(now=now).acts] == ["shared"]
+
+
+def test_a_held_lease_makes_another_cycle_report_or_wait(open_registry: Opener) -> None:
+    registry = open_registry()
+    registry.add(tool_spec("flaky"))
+    store, tenant = registry.store, registry.tenant
+    taken, _, _ = store.acquire_ooda_lock(tenant, "host:1:other", 60.0)
+    assert taken
+    with pytest.raises(tooldb.StoreError, match=r"another OODA cycle .* host:1:other"):
+        registry.ooda()
+    assert registry.ooda(dry_run=True).dry_run  # a dry run needs no lease
+    import threading
+
+    threading.Timer(0.3, store.release_ooda_lock, (tenant, "host:1:other")).start()
+    assert registry.ooda(wait_s=10).cycle_id is not None
+    # A lease whose holder died expires.
+    store.acquire_ooda_lock(tenant, "host:2:crashed", 0.05)
+    time.sleep(0.1)
+    assert registry.ooda().cycle_id is not None
+    with pytest.raises(UsageError):
+        registry.ooda(wait_s=-1)
+
+
+def test_concurrent_cycles_act_once(store_url: str) -> None:
+    import threading
+
+    settings = Settings(embedder="hash", url=store_url)
+    setup = tooldb.open(store_url, settings=settings)
+    setup.add(tool_spec("flaky"))
+    now = time.time()
+    log_calls(setup, "flaky", pattern(300, 30), start=now - 5 * DAY, end=now - DAY)
+    registries = [tooldb.open(store_url, settings=settings) for _ in range(4)]
+    barrier = threading.Barrier(len(registries))
+    outcomes: list[Any] = []
+
+    def cycle(registry: Registry) -> None:
+        barrier.wait()
+        try:
+            outcomes.append(registry.ooda(wait_s=30))
+        except Exception as exc:  # pragma: no cover - reported by the assertion below
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=cycle, args=(r,)) for r in registries]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for registry in registries:
+        registry.close()
+    assert all(not isinstance(o, Exception) for o in outcomes), outcomes
+    assert sum(len(o.acts) for o in outcomes) == 1
+    assert [a.action for a in setup.ooda.history()] == ["disable"]
+    assert len(setup.store.list_cycles(setup.tenant)) == 4
+    setup.close()
+
+
+def test_settings_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(UsageError, match="ooda_alpha"):
+        Settings(ooda_alpha=2.0)
+    with pytest.raises(UsageError, match="ooda_window_s"):
+        Settings(ooda_window_s=0)
+    with pytest.raises(UsageError, match="ooda_disable_min_calls"):
+        Settings(ooda_disable_min_calls=-1)
+    assert Settings(ooda_protected_categories=["a", "b"]).ooda_protected_categories == ("a", "b")
+    monkeypatch.setenv("TOOLDB_OODA_PROTECTED_CATEGORIES", "diagnostics, billing")
+    monkeypatch.setenv("TOOLDB_OODA_WINDOW", "3600")
+    loaded = Settings.load()
+    assert loaded.ooda_protected_categories == ("diagnostics", "billing")
+    assert loaded.ooda_window_s == 3600.0
+
+
+def test_sqlite_without_math_functions_gets_ln_from_python() -> None:
+    import math
+    import sqlite3
+
+    from tooldb.stores.sqlite import _ensure_ln
+
+    connection = sqlite3.connect(":memory:")
+
+    class NoMathCursor:  # a build without SQLITE_ENABLE_MATH_FUNCTIONS answers like this
+        def execute(self, sql: str) -> None:
+            raise sqlite3.OperationalError("no such function: ln")
+
+    _ensure_ln(connection, NoMathCursor())
+    assert connection.execute("SELECT ln(1.0 + 9.0)").fetchone()[0] == pytest.approx(math.log(10.0))
+    _ensure_ln(connection, connection.cursor())  # present: left alone
