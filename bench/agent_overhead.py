@@ -1,0 +1,143 @@
+"""The agent loop's own cost, with a scripted model (no model latency): issue 5's S1-S4.
+
+    PYTHONPATH=. .venv/bin/python bench/agent_overhead.py [--rounds 3] [--db URL]
+
+S1: 100 turns of one `add` call each, then a final answer (µs per turn; also the cost
+of turn 1-10 vs turn 91-100, to show no growth with history). S2: one turn of 10 async
+calls that sleep 100 ms (wall ms). S3: S1 with 20 turns and 1,000 registered tools,
+where the loop selects the tools to offer (µs per turn, ratio to S1 at 20 turns). S4:
+invalid arguments first, then valid: what the model is told and how many turns it
+takes. Recording and run persistence are on (SQLite file; hash embedder, so model
+loading is not measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import tooldb
+from tooldb import AgentLoop, FunctionModel, Limits, Registry, Settings, tool
+from tooldb.models import Message, ModelTurn, ToolSchema, call
+from tooldb.models.base import ToolChoice
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+async def nap(seconds: float) -> str:
+    """Sleep a while."""
+    await asyncio.sleep(seconds)
+    return "ok"
+
+
+def open_registry(url: str | None, tools: int = 0) -> Registry:
+    url = url or f"sqlite:///{Path(tempfile.mkdtemp()) / 'bench.db'}"
+    reg = tooldb.open(url, settings=Settings(url=url, embedder="hash"))
+    reg.add(add, nap)
+    if tools:
+        reg.add(*[
+            {"name": f"tool_{i:04d}", "description": f"Synthetic tool number {i} of the bench.",
+             "target": "tests.sample_tools:echo",
+             "parameters": {"a": {"type": "int"}, "b": {"type": "string"}, "c": {"type": "float"}}}
+            for i in range(tools)
+        ])  # fmt: skip
+    return reg
+
+
+def turns_model(turns: int, stamps: list[float]) -> FunctionModel:
+    def decide(messages: list[Message], tools: list[ToolSchema], choice: ToolChoice) -> object:
+        stamps.append(time.perf_counter())
+        done = sum(1 for m in messages if m.role == "tool")
+        return call("add", {"a": done, "b": 1}) if done < turns else "done"
+
+    return FunctionModel(decide)
+
+
+def s1(reg: Registry, turns: int, tools: list[str] | None) -> tuple[float, list[float]]:
+    stamps: list[float] = []
+    limits = Limits(max_iterations=turns + 2, max_tool_calls=turns + 1)
+    loop = AgentLoop(reg, turns_model(turns, stamps), tools=tools, limits=limits)
+    start = time.perf_counter()
+    result = loop.run("add numbers")
+    total = time.perf_counter() - start
+    assert result.status.value == "success", result.review_reason
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
+    return total, gaps
+
+
+def s2(reg: Registry) -> float:
+    model = FunctionModel(
+        lambda messages, *_: (
+            [call("nap", {"seconds": 0.1}) for _ in range(10)]
+            if not any(m.role == "tool" for m in messages)
+            else "done"
+        )
+    )
+    start = time.perf_counter()
+    AgentLoop(reg, model, tools=["nap"]).run("nap")
+    return time.perf_counter() - start
+
+
+def s4(reg: Registry) -> tuple[str, int]:
+    script = iter([call("add", {"a": "abc", "b": 2}), call("add", {"a": 5, "b": 2}), "7"])
+    told: list[str] = []
+
+    def decide(messages: list[Message], *_: object) -> ModelTurn | object:
+        if messages[-1].role == "tool" and not told:
+            told.append(messages[-1].content)
+        return next(script)
+
+    result = AgentLoop(reg, FunctionModel(decide), tools=["add"]).run("add")
+    return told[0], result.iterations
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--db", default=None, help="store URL (default: a fresh SQLite file)")
+    args = parser.parse_args()
+    reg = open_registry(args.db)
+    s1(reg, 5, ["add"])  # warm up imports and caches
+    per_turn, early, late, per_turn_20, s2s = [], [], [], [], []
+    for _ in range(args.rounds):
+        total, gaps = s1(reg, 100, ["add"])
+        per_turn.append(total / 100 * 1e6)
+        early.append(statistics.median(gaps[:10]) * 1e6)
+        late.append(statistics.median(gaps[-10:]) * 1e6)
+        per_turn_20.append(s1(reg, 20, ["add"])[0] / 20 * 1e6)
+        s2s.append(s2(reg) * 1000)
+    big = open_registry(None, tools=1000)
+    big.select("add two integers", 8)  # build the index once, as a long-lived process would
+    s3 = [s1(big, 20, None)[0] / 20 * 1e6 for _ in range(args.rounds)]
+    told, turns = s4(reg)
+    rows = [
+        ("S1 µs/turn (100 turns)", f"{statistics.median(per_turn):,.0f}"),
+        ("S1 turn 1-10 vs 91-100 (µs)",
+         f"{statistics.median(early):,.0f} vs {statistics.median(late):,.0f}"),
+        ("S1 µs/turn (20 turns)", f"{statistics.median(per_turn_20):,.0f}"),
+        ("S2 ms (10 x 100 ms async)", f"{statistics.median(s2s):,.0f}"),
+        ("S3 µs/turn (1,000 tools, selection)", f"{statistics.median(s3):,.0f}"),
+        ("S3 / S1(20)", f"{statistics.median(s3) / statistics.median(per_turn_20):.2f}x"),
+        ("S4 turns to recover", str(turns)),
+        ("S4 model is told", told),
+    ]  # fmt: skip
+    width = max(len(name) for name, _ in rows)
+    print(f"{'scenario':<{width}}  value")
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+    reg.close()
+    big.close()
+
+
+if __name__ == "__main__":
+    main()
