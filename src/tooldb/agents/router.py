@@ -149,7 +149,7 @@ class Router:
                     if isinstance(value, dict):
                         return value, f"arguments extracted by {self.model.id}"
             except (ModelError, ValueError):
-                pass
+                pass  # the model could not extract them: the heuristics below still can
         extraction = extract_arguments(task, tool.spec.parameters)
         notes = ", ".join(f"{k}: {v}" for k, v in extraction.notes.items()) or "none found"
         return extraction.arguments, f"router chose {name}; arguments from the task ({notes})"
