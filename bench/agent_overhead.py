@@ -55,10 +55,13 @@ def open_registry(url: str | None, tools: int = 0) -> Registry:
 
 
 def turns_model(turns: int, stamps: list[float]) -> FunctionModel:
+    """An O(1) counter, like the peers' scripted models (../shared/bench-peers)."""
+    done = itertools.count()
+
     def decide(messages: list[Message], tools: list[ToolSchema], choice: ToolChoice) -> object:
         stamps.append(time.perf_counter())
-        done = sum(1 for m in messages if m.role == "tool")
-        return call("add", {"a": done, "b": 1}) if done < turns else "done"
+        turn = next(done)
+        return call("add", {"a": turn, "b": 1}) if turn < turns else "done"
 
     return FunctionModel(decide)
 

@@ -268,3 +268,33 @@ def test_cancelled_sql_statements_stop_on_the_server(pg_reg: Registry, postgres_
         time.sleep(0.05)
     assert _sleeping_backends(postgres_url) == 0
     assert [r.error_kind for r in pg_reg.calls(tool="pg_nap")] == [ErrorKind.CANCELLED] * 3
+
+
+# -- a blocking tool's call is bound, run and recorded in one worker-thread hop ---------------
+
+
+def test_a_cancelled_blocking_call_is_recorded_once_as_cancelled(reg: Registry) -> None:
+    async def give_up() -> None:
+        await asyncio.wait_for(reg.acall("sleep_sync", {"seconds": 0.6}), timeout=0.15)
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(give_up())
+    # Recorded the moment the caller gave up, before the tool itself has finished...
+    records = reg.calls(tool="sleep_sync")
+    assert [(r.error_kind, r.success) for r in records] == [(ErrorKind.CANCELLED, False)]
+    time.sleep(0.8)  # ...and not recorded again when the worker thread finishes it.
+    assert len(reg.calls(tool="sleep_sync")) == 1
+    assert reg.get("sleep_sync").stats.usage_count == 1
+
+
+def test_blocking_calls_from_a_loop_bind_run_and_record_once(reg: Registry) -> None:
+    async def calls() -> list[tooldb.ToolResult]:
+        return [await reg.acall("add", {"a": i, "b": "2"}) for i in range(3)]
+
+    results = asyncio.run(calls())
+    assert [r.data for r in results] == [2, 3, 4]
+    records = reg.calls(tool="add")
+    assert sorted(r.id for r in records) == sorted(r.call_id for r in results)
+    with pytest.raises(tooldb.ArgumentError, match="parameter 'a' expected integer"):
+        asyncio.run(reg.acall("add", {"a": "x"}))
+    assert reg.calls(tool="add", limit=1)[0].error_kind == ErrorKind.ARGUMENTS

@@ -118,3 +118,47 @@ def test_hostile_model_output_never_escapes_as_an_exception(reg: Registry) -> No
     assert result.status is RunStatus.PARTIAL and result.requires_review
     assert reg.store.get_run(reg.tenant, result.run_id) is not None
     assert len(reg.store.run_messages(result.run_id)) > 3
+
+
+GLOBAL_PROVIDER_SCRIPT = """
+import sys
+import tooldb
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from tooldb.agents import AgentLoop
+from tooldb.models import ScriptedModel, call
+import tests.sample_tools as st
+
+reg = tooldb.open(sys.argv[1])
+reg.add(st.add)
+loop = AgentLoop(reg, ScriptedModel([call("add", {"a": 1}), "done"]), tools=["add"])
+loop.run("before a provider")  # the API's no-op tracer: nothing to export, nothing built
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)  # installed after the loop was built
+loop.model = ScriptedModel([call("add", {"a": 1}), "done"])
+loop.run("after")
+print(sorted(span.name for span in exporter.get_finished_spans()))
+"""
+
+
+def test_the_default_tracer_follows_a_provider_installed_later(sqlite_url: str) -> None:
+    """Without a provider the loop builds no spans; the application may install one at
+    any time (a process-wide setting, hence the subprocess)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", GLOBAL_PROVIDER_SCRIPT, sqlite_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert (
+        done.stdout.strip() == "['chat scripted', 'chat scripted', 'execute_tool add', "
+        "'invoke_agent tooldb']"
+    )

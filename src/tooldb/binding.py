@@ -31,6 +31,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from referencing.exceptions import Unresolvable
 
 from .errors import ArgumentError, DefinitionError
+from .flat_schema import compile_flat
 
 _TYPE_ALIASES: dict[str, dict[str, Any]] = {
     "string": {"type": "string"},
@@ -262,6 +263,7 @@ class Binder:
         self.properties: dict[str, Any] = schema.get("properties", {})
         self.closed = schema.get("additionalProperties", True) is False
         self._validator = _validator(schema)
+        self._certainly_valid = compile_flat(schema)
 
     def bind(self, raw: Any) -> dict[str, Any]:
         """Return completed keyword arguments, or raise ArgumentError naming every problem."""
@@ -274,7 +276,9 @@ class Binder:
         known = (
             {k: v for k, v in arguments.items() if k in self.properties} if problems else arguments
         )
-        problems += self._invalid(known) or _non_finite(known)
+        fast = self._certainly_valid
+        invalid = [] if not problems and fast and fast(known) else self._invalid(known)
+        problems += invalid or _non_finite(known)
         if problems:
             self._fail(problems)
         return arguments

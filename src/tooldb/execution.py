@@ -60,14 +60,14 @@ async def aexecute(
         value = await executor.arun(call.tool, call.arguments, timeout_s)
     except asyncio.CancelledError:
         if on_cancel is not None:
-            on_cancel(_cancelled(call, start, started_at))
+            on_cancel(cancelled(call, start, started_at))
         raise
     except Exception as exc:
         return _failed(exc, start, started_at)
     return _succeeded(value, call.tool.spec.returns, start, started_at)
 
 
-def _cancelled(call: BoundCall, start: float, started_at: float) -> Outcome:
+def cancelled(call: BoundCall, start: float, started_at: float) -> Outcome:
     duration_ms = (time.perf_counter() - start) * 1000
     text = f"call of tool {call.tool.name!r} was cancelled by the caller after {duration_ms:.0f} ms"
     return Outcome(ToolResult.failure(text, duration_ms), ErrorKind.CANCELLED, started_at)

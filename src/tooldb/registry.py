@@ -6,6 +6,7 @@ indistinguishable from tools that do not exist.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +27,7 @@ from .executors.mcp import McpExecutor
 from .executors.python import PythonExecutor
 from .executors.threads import reserve as reserve_threads
 from .executors.threads import run_blocking
+from .inline_calls import InlineCall
 from .manifests import read_manifest, spec_from_mapping
 from .openapi import OpenAPIImport, read_openapi
 from .optimize import Optimizer
@@ -439,14 +441,31 @@ class Registry(Catalog):
         *,
         run_id: str | None = None,
         timeout_s: float | None = None,
+        inline: bool = False,
     ) -> ToolResult:
         """``call`` for code already inside an event loop.
 
         The store's reads and the record's commit run in worker threads, so concurrent
-        calls (``acall_many``) do not wait on each other's database round trips. If the
+        calls (``acall_many``) do not wait on each other's database round trips; a
+        blocking tool is bound, run and recorded in one hop (inline_calls.py). If the
         awaiting task is cancelled while the tool runs, the call is recorded as cancelled.
+        ``inline=True`` does that hop's work on the calling thread instead: for a caller
+        that owns its loop and has nothing else to run meanwhile (agents/loop.py).
         """
-        bound = await run_blocking(self._bind_recording_rejects, name, arguments, run_id)
+        one_hop = InlineCall(
+            lambda: self._bind_recording_rejects(name, arguments, run_id),
+            lambda bound: (self._executor(bound.tool), self._timeout(bound.tool, timeout_s)),
+            lambda bound, outcome: self._finish(bound, outcome, run_id),
+        )
+        try:
+            with calling(self):
+                step = one_hop.in_thread() if inline else await run_blocking(one_hop.in_thread)
+        except asyncio.CancelledError:
+            one_hop.give_up()
+            raise
+        if isinstance(step, ToolResult):  # a blocking tool: bound, run and recorded there
+            return step
+        bound = step
         timeout = self._timeout(bound.tool, timeout_s)
 
         def record_cancelled(outcome: Outcome) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 import uuid
 from collections import Counter
@@ -33,6 +34,7 @@ from .tracing import Tracer, tracer_for
 if TYPE_CHECKING:
     from ..registry import Registry
 
+MAIN_THREAD = threading.main_thread()
 EMPTY_TURN_NUDGE = "Your last reply was empty. Answer the task, or call one of the tools."
 MAX_EMPTY_TURNS = 2
 
@@ -82,7 +84,7 @@ class AgentLoop:
 
     def run(self, task: str, *, parent: LoopContext | None = None) -> RunResult:
         """Run ``task`` to an answer, a limit or a failure; never raises for either."""
-        return run_sync(self.arun(task, parent=parent))
+        return run_sync(_Run(self, task, parent, owns_loop=True).execute())
 
     async def arun(self, task: str, *, parent: LoopContext | None = None) -> RunResult:
         return await _Run(self, task, parent).execute()
@@ -91,7 +93,9 @@ class AgentLoop:
 class _Run:
     """The state of one run (a fresh one per ``arun``)."""
 
-    def __init__(self, loop: AgentLoop, task: str, parent: LoopContext | None) -> None:
+    def __init__(
+        self, loop: AgentLoop, task: str, parent: LoopContext | None, *, owns_loop: bool = False
+    ) -> None:
         if not isinstance(task, str) or not task.strip():
             from ..errors import UsageError
 
@@ -102,6 +106,11 @@ class _Run:
         self.limits = loop.limits
         self.run_id = uuid.uuid4().hex
         self.parent = parent
+        # A top-level run on a loop of its own (``run()``) has nothing else to schedule
+        # while its only call of a turn runs, so a blocking tool may run on the loop's
+        # thread: no thread hop, and on the main thread its deadline is SIGALRM, which
+        # interrupts it as reliably as in a worker.
+        self.owns_loop = owns_loop and parent is None
         self.history: list[ToolUse] = []
         self.usage = Usage()
         self.iteration = 0
@@ -163,7 +172,8 @@ class _Run:
                 return self._partial(f"reached the time limit of {self.limits.timeout_s:g} s")
             choice = self._choice()
             try:
-                turn = await asyncio.wait_for(self._model_turn(messages, choice), remaining)
+                async with asyncio.timeout(remaining):  # no extra task, unlike wait_for
+                    turn = await self._model_turn(messages, choice)
             except TimeoutError:
                 return self._partial(f"reached the time limit of {self.limits.timeout_s:g} s")
             except ModelError as exc:
@@ -272,8 +282,11 @@ class _Run:
                 continue
             self.calls_made += 1
             outcomes.append(None)
-            pending.append((index, self._one(call, context)))
-        done = await asyncio.gather(*(coroutine for _, coroutine in pending))
+            pending.append((index, self._one(call, context, inline=len(calls) == 1)))
+        if len(pending) == 1:  # no task for a lone call
+            done = [await pending[0][1]]
+        else:
+            done = await asyncio.gather(*(coroutine for _, coroutine in pending))
         for (index, _), result in zip(pending, done, strict=True):
             outcomes[index] = result
         out: list[Message] = []
@@ -290,13 +303,14 @@ class _Run:
             )
         return out, over_budget
 
-    async def _one(self, call: ToolCall, context: LoopContext) -> ToolResult:
+    async def _one(self, call: ToolCall, context: LoopContext, *, inline: bool) -> ToolResult:
         with self.loop.tracer.tool_span(call.name, call.id) as span:
             arguments, problem = _parse_arguments(call)
             if problem is not None:
                 result = ToolResult.failure(problem)
             else:
-                result = await self._dispatch(call.name, arguments, context)
+                inline = inline and self.owns_loop and threading.current_thread() is MAIN_THREAD
+                result = await self._dispatch(call.name, arguments, context, inline=inline)
             span.set_result(result)
         return result
 
@@ -316,7 +330,7 @@ class _Run:
         )
 
     async def _dispatch(
-        self, name: str, arguments: dict[str, Any], context: LoopContext
+        self, name: str, arguments: dict[str, Any], context: LoopContext, *, inline: bool = False
     ) -> ToolResult:
         builtin = self.toolbox.builtins.get(name)
         if builtin is not None:
@@ -339,7 +353,7 @@ class _Run:
                 return ToolResult.failure(problem)
         try:
             with use_context(context), use_access(level):
-                return await self.registry.acall(name, arguments, run_id=self.run_id)
+                return await self.registry.acall(name, arguments, run_id=self.run_id, inline=inline)
         except ArgumentError as exc:
             self.argument_errors[name] += 1
             left = retries - self.argument_errors[name] + 1

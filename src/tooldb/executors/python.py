@@ -46,6 +46,10 @@ class PythonExecutor:
     def prepare(self, tool: ToolRecord) -> None:
         self._callable(tool)
 
+    def blocking(self, tool: ToolRecord) -> bool:
+        """A plain function: ``run`` in a worker thread is all ``arun`` would do."""
+        return not inspect.iscoroutinefunction(self._callable(tool))
+
     def run(self, tool: ToolRecord, arguments: dict[str, Any], timeout_s: float | None) -> Any:
         func = self._callable(tool)
         arguments = with_context(tool, arguments)

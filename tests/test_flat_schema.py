@@ -1,0 +1,85 @@
+"""The flat-schema fast path may only ever accept what full Draft 2020-12 validation accepts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tooldb.binding import Binder, _validator, normalize_parameters
+from tooldb.errors import ArgumentError
+from tooldb.flat_schema import compile_flat
+
+TYPES = ["string", "integer", "number", "boolean", "null", "array", "object"]
+plain = st.one_of(
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=5),
+)
+values = st.one_of(
+    plain,
+    st.lists(plain, max_size=3),
+    st.dictionaries(st.text(max_size=3), plain, max_size=3),
+    st.tuples(plain),
+)
+
+
+@st.composite
+def flat_schemas(draw: st.DrawFn) -> dict[str, Any]:
+    names = draw(st.lists(st.sampled_from("abcde"), unique=True, max_size=4))
+    properties: dict[str, Any] = {}
+    for name in names:
+        kinds = draw(st.lists(st.sampled_from(TYPES), min_size=1, max_size=2, unique=True))
+        prop: dict[str, Any] = {"type": kinds[0] if len(kinds) == 1 else kinds}
+        if draw(st.booleans()):
+            prop["enum"] = draw(st.lists(plain.filter(lambda v: v == v), min_size=1, max_size=4))
+        properties[name] = prop
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if names:
+        schema["required"] = draw(st.lists(st.sampled_from(names), unique=True))
+    schema["additionalProperties"] = draw(st.booleans())
+    return schema
+
+
+@settings(max_examples=400, deadline=None)
+@given(flat_schemas(), st.dictionaries(st.sampled_from("abcdef"), values, max_size=5))
+def test_fast_acceptance_implies_full_validity(schema: dict[str, Any], args: dict) -> None:
+    check = compile_flat(schema)
+    assert check is not None
+    if check(args):
+        assert list(_validator(schema).iter_errors(args)) == []
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {"type": "string", "format": "uuid"}}},
+        {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}},
+        {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}},
+        {"type": "object", "properties": {}, "additionalProperties": {"type": "string"}},
+        {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}}, "$defs": {"x": {}}},
+        {"type": "object", "properties": {"a": {"type": "string", "enum": [[1]]}}},
+    ],
+)
+def test_schemas_with_constraints_take_the_full_validator(schema: dict[str, Any]) -> None:
+    assert compile_flat(schema) is None
+
+
+def test_binding_errors_are_unchanged_by_the_fast_path() -> None:
+    binder = Binder("add", normalize_parameters({"a": {"type": "int", "required": True}}))
+    assert binder.bind({"a": "2"}) == {"a": 2}
+    assert binder.bind({"a": 2.0}) == {"a": 2.0}  # JSON Schema: 2.0 is an integer
+    with pytest.raises(ArgumentError, match="parameter 'a' expected integer, got boolean true"):
+        binder.bind({"a": True})
+    with pytest.raises(ArgumentError, match="missing required parameter 'a'"):
+        binder.bind({})
+
+
+def test_non_finite_values_inside_open_parameters_are_still_refused() -> None:
+    binder = Binder("t", normalize_parameters({"items": {"type": "array"}}))
+    with pytest.raises(ArgumentError, match="expected a finite number"):
+        binder.bind({"items": [1.0, float("nan")]})
