@@ -1,6 +1,6 @@
 """The agent loop's own cost, with a scripted model (no model latency): issue 5's S1-S4.
 
-    PYTHONPATH=. .venv/bin/python bench/agent_overhead.py [--rounds 3] [--db URL]
+    .venv/bin/python bench/agent_overhead.py [--rounds 3] [--db URL]
 
 S1: 100 turns of one `add` call each, then a final answer (µs per turn; also the cost
 of turn 1-10 vs turn 91-100, to show no growth with history). S2: one turn of 10 async
@@ -17,9 +17,12 @@ import argparse
 import asyncio
 import itertools
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the padding tools' module
 
 import tooldb
 from tooldb import AgentLoop, FunctionModel, Limits, Registry, Settings, tool

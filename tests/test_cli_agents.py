@@ -27,6 +27,8 @@ def test_run_routes_offline_and_the_run_can_be_shown(url: str) -> None:
     ]  # fmt: skip
     plain = tooldb(url, "run", "show", result["run_id"])
     assert plain.exit_code == 0 and "convert_temperature" in plain.output
+    assert as_json(url, "runs", "show", result["run_id"]) == shown  # the unambiguous spelling
+    assert "runs show RUN_ID" in as_json(url, "runs", "shw", "x", code=2)["error"]["message"]
 
 
 def test_run_failures_exit_1_and_bad_input_exits_2(url: str) -> None:

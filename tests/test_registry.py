@@ -264,3 +264,16 @@ def test_reopen_sees_everything(store_url: str) -> None:
     with tooldb.open(store_url, settings=settings) as second:
         assert second.get("add").stats.usage_count == 1
         assert len(second.calls()) == 1
+
+
+def test_get_many_reads_tools_in_one_go_and_skips_unknown_names(registry: Registry) -> None:
+    registry.add(*[
+        {"name": f"t{i}", "description": f"tool {i}", "target": "tests.sample_tools:echo"}
+        for i in range(600)
+    ])  # fmt: skip
+    registry.disable("t3")
+    names = [f"t{i}" for i in range(600)] + ["ghost", "t1"]  # more than one chunk; a repeat
+    found = registry.get_many(names)
+    assert len(found) == 600 and "ghost" not in found
+    assert found["t3"].enabled is False and found["t599"].spec.description == "tool 599"
+    assert registry.get_many([]) == {}

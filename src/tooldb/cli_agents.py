@@ -22,6 +22,7 @@ from .cli import (
     add_app,
     app,
 )
+from .errors import UsageError
 from .types import RunResult, RunStatus
 
 
@@ -95,11 +96,19 @@ def show_run(run_id: str, as_json: bool) -> None:
 
 @app.command()
 def runs(
+    action: Annotated[
+        list[str] | None, typer.Argument(help="'show RUN_ID' prints one run; nothing lists runs.")
+    ] = None,
     limit: Annotated[int, typer.Option(min=0, help="How many, newest first.")] = 20,
     status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Recent agent runs, newest first."""
+    """Recent agent runs, newest first; ``tooldb runs show RUN_ID`` prints one."""
+    if action:
+        if len(action) != 2 or action[0] != "show":
+            with _errors():
+                raise UsageError(f"expected 'tooldb runs show RUN_ID', got {' '.join(action)!r}")
+        return show_run(action[1], as_json)
     with _registry(as_json) as registry:
         records = registry.store.list_runs(registry.tenant, status=status, limit=limit)
     if as_json:

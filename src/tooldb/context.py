@@ -8,16 +8,19 @@ them) and into tasks, so parallel calls of one turn each see their own run.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 from .types import LoopContext
 
+#: A LoopContext, or what builds it when a tool first asks (most calls never do).
+ContextSource = LoopContext | Callable[[], LoopContext]
+
 #: Tool metadata key naming the parameter that receives the LoopContext.
 CONTEXT_KEY = "context_parameter"
 
-_CURRENT: ContextVar[LoopContext | None] = ContextVar("tooldb_loop_context", default=None)
+_CURRENT: ContextVar[ContextSource | None] = ContextVar("tooldb_loop_context", default=None)
 #: The access level a skill granted for the call in progress (None: no restriction).
 _ACCESS: ContextVar[str | None] = ContextVar("tooldb_access", default=None)
 
@@ -38,11 +41,14 @@ def use_access(level: str | None) -> Iterator[None]:
 
 def current_context() -> LoopContext | None:
     """The LoopContext of the run in progress here, or None outside a run."""
-    return _CURRENT.get()
+    source = _CURRENT.get()
+    if source is None or isinstance(source, LoopContext):
+        return source
+    return source()
 
 
 @contextmanager
-def use_context(context: LoopContext) -> Iterator[None]:
+def use_context(context: ContextSource) -> Iterator[None]:
     token = _CURRENT.set(context)
     try:
         yield

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 
 from .execution import Outcome, cancelled, execute
-from .executors import Blocking, Executor
+from .executors import Executor
 from .types import BoundCall, ToolResult
 
 Bind = Callable[[], BoundCall]
@@ -46,7 +46,8 @@ class InlineCall:
         BoundCall for the caller to run on its loop."""
         bound = self._bind()
         executor, timeout_s = self._plan(bound)
-        if not (isinstance(executor, Blocking) and executor.blocking(bound.tool)):
+        blocking = getattr(executor, "blocking", None)  # the Blocking protocol, without
+        if blocking is None or not blocking(bound.tool):  # a runtime-checkable isinstance
             return bound
         with self._lock:
             if self._given_up:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -345,6 +345,14 @@ class Registry(Catalog):
             raise self._not_found(name)
         return tool
 
+    def get_many(self, names: Iterable[str]) -> dict[str, ToolRecord]:
+        """The named tools that exist (enabled or not), in one query; their binders are
+        cached so the first call of each skips a second read."""
+        found = self.store.get_tools(self.tenant, list(names))
+        for tool in found.values():
+            self._cache_binder(tool)
+        return found
+
     def list(
         self,
         *,
@@ -554,10 +562,16 @@ class Registry(Catalog):
         tool = self.store.get_tool(self.tenant, name)
         if tool is None:  # removed between the two reads
             raise self._not_found(name)
-        entry = (tool, Binder(tool.name, tool.spec.parameters))
-        if len(self._bound) > 10_000:
-            self._bound.clear()
-        self._bound[(head.id, tool.content_hash)] = entry
+        return self._cache_binder(tool)
+
+    def _cache_binder(self, tool: ToolRecord) -> tuple[ToolRecord, Binder]:
+        key = (tool.id, tool.content_hash)
+        entry = self._bound.get(key)
+        if entry is None:
+            entry = (tool, Binder(tool.name, tool.spec.parameters))
+            if len(self._bound) > 10_000:
+                self._bound.clear()
+            self._bound[key] = entry
         return entry
 
     def _executor(self, tool: ToolRecord) -> Executor:

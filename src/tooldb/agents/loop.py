@@ -111,6 +111,7 @@ class _Run:
         # thread: no thread hop, and on the main thread its deadline is SIGALRM, which
         # interrupts it as reliably as in a worker.
         self.owns_loop = owns_loop and parent is None
+        self.tracer = loop.tracer.for_run()
         self.history: list[ToolUse] = []
         self.usage = Usage()
         self.iteration = 0
@@ -143,7 +144,7 @@ class _Run:
 
     # -- the loop ----------------------------------------------------------
     async def execute(self) -> RunResult:
-        with self.loop.tracer.run_span(self.run_id, self.loop.agent, self.loop.model.id) as span:
+        with self.tracer.run_span(self.run_id, self.loop.agent, self.loop.model.id) as span:
             try:
                 result = await self._loop()
             except asyncio.CancelledError:
@@ -248,7 +249,7 @@ class _Run:
 
     async def _model_turn(self, messages: list[Message], choice: ToolChoice) -> ModelTurn:
         tools = self.toolbox.schemas()  # also with "none": providers need them for history
-        with self.loop.tracer.model_span(self.loop.model.id, self.iteration) as span:
+        with self.tracer.model_span(self.loop.model.id, self.iteration) as span:
             turn = await self.loop.model.complete(messages, tools, choice)
             span.set_usage(turn)
             return turn
@@ -260,15 +261,7 @@ class _Run:
         """Run one turn's calls concurrently; tool messages in call order."""
         budget = self.limits.max_tool_calls - self.calls_made
         over_budget = len(calls) > budget
-        context = LoopContext(
-            run_id=self.run_id,
-            iteration=self.iteration,
-            history=list(self.history),
-            is_subagent=self.parent is not None,
-            parent_run_id=self.parent.run_id if self.parent else None,
-            agent=self.loop.agent,
-            state=self.state,
-        )
+        context = _TurnContext(self)
         pending = []
         outcomes: list[ToolResult | None] = []
         for index, call in enumerate(calls):
@@ -303,8 +296,8 @@ class _Run:
             )
         return out, over_budget
 
-    async def _one(self, call: ToolCall, context: LoopContext, *, inline: bool) -> ToolResult:
-        with self.loop.tracer.tool_span(call.name, call.id) as span:
+    async def _one(self, call: ToolCall, context: _TurnContext, *, inline: bool) -> ToolResult:
+        with self.tracer.tool_span(call.name, call.id) as span:
             arguments, problem = _parse_arguments(call)
             if problem is not None:
                 result = ToolResult.failure(problem)
@@ -330,12 +323,12 @@ class _Run:
         )
 
     async def _dispatch(
-        self, name: str, arguments: dict[str, Any], context: LoopContext, *, inline: bool = False
+        self, name: str, arguments: dict[str, Any], context: _TurnContext, *, inline: bool = False
     ) -> ToolResult:
         builtin = self.toolbox.builtins.get(name)
         if builtin is not None:
             try:
-                return await builtin.run(arguments, context)
+                return await builtin.run(arguments, context())
             except ToolDBError as exc:
                 return ToolResult.failure(f"{name}: {exc}")
         if name not in self.toolbox.offered:
@@ -417,6 +410,30 @@ class _Run:
             "skills_loaded": list(self.skills_loaded),
         }
         self.log.finish(result)
+
+
+class _TurnContext:
+    """The LoopContext of one turn's calls, built when a tool first asks for it: most
+    tools never do, and building it copies the run's history."""
+
+    def __init__(self, run: _Run) -> None:
+        self._run = run
+        self._history_length = len(run.history)
+        self._context: LoopContext | None = None
+
+    def __call__(self) -> LoopContext:
+        if self._context is None:
+            run = self._run
+            self._context = LoopContext(
+                run_id=run.run_id,
+                iteration=run.iteration,
+                history=run.history[: self._history_length],
+                is_subagent=run.parent is not None,
+                parent_run_id=run.parent.run_id if run.parent else None,
+                agent=run.loop.agent,
+                state=run.state,
+            )
+        return self._context
 
 
 def _parse_arguments(call: ToolCall) -> tuple[dict[str, Any], str | None]:

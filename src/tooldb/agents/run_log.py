@@ -78,11 +78,19 @@ class RunLog:
         )
 
 
-def _storable(message: Message) -> dict[str, Any]:
+def _storable(message: Message) -> str:
+    """The message as JSON text every store accepts. Almost every message is clean
+    already; only one holding a NUL or a lone surrogate takes the recursive clean-up."""
     data = message.model_dump(mode="json", exclude_defaults=True)
     data["role"] = message.role
-    clean: dict[str, Any] = _clean(data)
-    return clean
+    text = json.dumps(data, ensure_ascii=False)
+    if "\\u0000" not in text:
+        try:
+            text.encode("utf-8")
+            return text
+        except UnicodeEncodeError:
+            pass  # a lone surrogate: clean below
+    return json.dumps(_clean(data), ensure_ascii=False)
 
 
 def _clean(value: Any) -> Any:

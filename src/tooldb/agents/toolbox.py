@@ -12,7 +12,6 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import NotFound, ToolDisabled
 from ..models.base import ToolSchema
 from ..types import LoopContext, ToolRecord, ToolResult
 
@@ -48,17 +47,16 @@ class Toolbox:
     def add_tools(self, names: Iterable[str], access: str | None = None) -> list[str]:
         """Offer these registry tools; returns the names newly offered. Unknown or disabled
         tools are skipped (the caller reports them)."""
-        added: list[str] = []
-        for name in names:
-            if access is not None:
+        names = list(names)
+        if access is not None:
+            for name in names:
                 self.access[name] = _wider(self.access.get(name), access)
-            if name in self.offered or name in self.builtins:
-                continue
-            try:
-                tool = self.registry.get(name)
-            except NotFound:
-                continue
-            if not tool.enabled:
+        new = [n for n in dict.fromkeys(names) if n not in self.offered and n not in self.builtins]
+        found = self.registry.get_many(new) if new else {}
+        added: list[str] = []
+        for name in new:
+            tool = found.get(name)
+            if tool is None or not tool.enabled:
                 continue
             self.records[name] = tool
             self.offered[name] = ToolSchema(
@@ -71,18 +69,9 @@ class Toolbox:
 
     def missing(self, names: Iterable[str]) -> list[str]:
         """Which of these names cannot be offered (unknown or disabled)."""
-        out = []
-        for name in names:
-            if name in self.offered or name in self.builtins:
-                continue
-            try:
-                tool = self.registry.get(name)
-            except (NotFound, ToolDisabled):
-                out.append(name)
-                continue
-            if not tool.enabled:
-                out.append(name)
-        return out
+        names = [n for n in names if n not in self.offered and n not in self.builtins]
+        found = self.registry.get_many(names) if names else {}
+        return [n for n in names if n not in found or not found[n].enabled]
 
     def schemas(self) -> list[ToolSchema]:
         if self._schemas is None:

@@ -67,6 +67,13 @@ class Tracer:
         self._tracer = otel_tracer
         self._global_provider = global_provider
 
+    def for_run(self) -> Tracer:
+        """The tracer one run uses: this one, or the null tracer while no provider is
+        installed (decided once per run, not once per span)."""
+        if self._tracer is None or (self._global_provider and not _provider_installed()):
+            return NULL_TRACER
+        return self
+
     @contextmanager
     def _span(self, name: str, attributes: dict[str, Any]) -> Iterator[SpanHandle]:
         if self._tracer is None or (self._global_provider and not _provider_installed()):

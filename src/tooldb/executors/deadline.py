@@ -14,6 +14,7 @@ Tools that must be killed hard whatever they do belong in a subprocess kind.
 
 from __future__ import annotations
 
+import _signal
 import ctypes
 import heapq
 import itertools
@@ -43,29 +44,49 @@ def deadline(seconds: float | None) -> Iterator[None]:
 
 
 def _can_use_alarm() -> bool:
-    if threading.current_thread() is not threading.main_thread() or not hasattr(
-        signal, "setitimer"
+    """The main thread, no deadline already running there, and SIGALRM free (default,
+    ignored, or ours from an earlier call): never take over an application's handler."""
+    if (
+        _ALARM.armed
+        or threading.current_thread() is not threading.main_thread()
+        or not hasattr(signal, "setitimer")
     ):
         return False
-    return signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, signal.SIG_IGN, None)
+    return _handler() in (signal.SIG_DFL, signal.SIG_IGN, None, _on_alarm)
+
+
+def _handler() -> Any:
+    """SIGALRM's handler, without ``signal.getsignal``'s enum conversion (a third of a
+    trivial call's deadline cost); the C function it wraps returns plain values."""
+    return _signal.getsignal(signal.SIGALRM)
+
+
+class _AlarmState:
+    armed = False
+
+
+_ALARM = _AlarmState()
+
+
+def _on_alarm(_signum: int, _frame: Any) -> None:
+    if _ALARM.armed:
+        raise DeadlineExceeded
 
 
 @contextmanager
 def _alarm(seconds: float) -> Iterator[None]:
-    armed = True
-
-    def on_alarm(_signum: int, _frame: Any) -> None:
-        if armed:
-            raise DeadlineExceeded
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
+    """Installing a handler costs more than the call of a trivial tool, so ours stays
+    installed once set (it ignores an alarm when no deadline is armed); only the timer
+    is set and cleared per call."""
+    if _handler() is not _on_alarm:
+        signal.signal(signal.SIGALRM, _on_alarm)
+    _ALARM.armed = True
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
-        armed = False
+        _ALARM.armed = False
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 class _Timer:

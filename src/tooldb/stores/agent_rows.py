@@ -15,12 +15,13 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.pool import PoolProxiedConnection
 
 from ..types import RunRecord, RunStatus
 from .schema import agents, decisions, run_messages, runs, skills
 
-#: (seq, iteration, role, message as a JSON-able dict)
-MessageRow = tuple[int, int, str, dict[str, Any]]
+#: (seq, iteration, role, the message as JSON text)
+MessageRow = tuple[int, int, str, str]
 
 _RUN_COLUMNS = [c.name for c in runs.columns if c.name not in {"data", "metadata"}]
 
@@ -32,6 +33,8 @@ class AgentRows:
     _reader: sa.Engine
     dialect: str
     _guard: Callable[[], AbstractContextManager[None]]
+    _checkout: Callable[[], PoolProxiedConnection]
+    _checkin: Callable[[PoolProxiedConnection, BaseException | None], None]
 
     # -- runs --------------------------------------------------------------
     def create_run(self, row: dict[str, Any]) -> None:
@@ -44,11 +47,9 @@ class AgentRows:
             return
         now = time.time()
         values = [
-            (run_id, seq, iteration, role, json.dumps(message, ensure_ascii=False), now)
-            for seq, iteration, role, message in rows
+            (run_id, seq, iteration, role, message, now) for seq, iteration, role, message in rows
         ]
-        with self._guard():
-            connection = self.engine.raw_connection()
+        connection = self._checkout()
         try:
             cursor = connection.cursor()
             try:
@@ -67,9 +68,12 @@ class AgentRows:
         except self.engine.dialect.loaded_dbapi.Error as exc:
             from ..errors import StoreError
 
+            self._checkin(connection, exc)
             raise StoreError(f"store failed to append run messages: {exc}") from exc
-        finally:
-            connection.close()
+        except BaseException as exc:
+            self._checkin(connection, exc)
+            raise
+        self._checkin(connection, None)
 
     def finish_run(self, run_id: str, values: dict[str, Any]) -> None:
         with self._guard(), self.engine.begin() as conn:

@@ -25,6 +25,7 @@ from . import migrate
 from .agent_rows import AgentRows
 from .bulk_calls import BulkCalls
 from .health_rows import HealthRows
+from .hot_connections import HotConnections
 from .ooda_rows import OodaRows
 from .schema import calls, tool_search, tool_versions, tools
 from .search_rows import Generation, SearchRows, bump_generation, upsert_document
@@ -66,6 +67,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls):
         if writer is None:
             raise UsageError(f"unsupported database {self.dialect!r}: use SQLite or PostgreSQL")
         self._write_call = writer
+        self._hot = HotConnections(engine, self._guard) if HotConnections.suits(engine) else None
 
     @property
     def url(self) -> str:
@@ -75,7 +77,27 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls):
     def close(self) -> None:
         if self._checkpointer is not None:
             self._checkpointer.close()
+        if self._hot is not None:
+            self._hot.close()
         self.engine.dispose()
+
+    def _checkout(self) -> PoolProxiedConnection:
+        """A DBAPI connection for prebuilt per-call SQL: this thread's own on SQLite
+        (hot_connections.py), else one from the pool. Give it back with ``_checkin``."""
+        if self._hot is not None:
+            return self._hot.get()
+        with self._guard():  # a failed checkout arrives wrapped by SQLAlchemy
+            return self.engine.raw_connection()
+
+    def _checkin(self, connection: PoolProxiedConnection, error: BaseException | None) -> None:
+        if self._hot is None:
+            if isinstance(error, self._dbapi.Error) and self.engine.dialect.is_disconnect(
+                error, connection.dbapi_connection, None
+            ):
+                connection.invalidate(error)
+            connection.close()
+        elif error is not None:
+            self._hot.discard(connection)
 
     # -- schema ------------------------------------------------------------
     def revision(self) -> str | None:
@@ -90,16 +112,13 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls):
     def tool_head(self, tenant: str, name: str) -> ToolHead | None:
         """Runs before every call, so like ``record_call`` it is prebuilt SQL on a pooled
         DBAPI connection (about 15 µs on SQLite instead of 160 µs through Core)."""
-        with self._guard():
-            connection = self.engine.raw_connection()
+        connection = self._checkout()
         try:
             row = _read_one(connection, self.dialect, (tenant, name))
         except self._dbapi.Error as exc:
-            if self.engine.dialect.is_disconnect(exc, connection.dbapi_connection, None):
-                connection.invalidate(exc)
+            self._checkin(connection, exc)
             raise StoreError(f"store {self.url} failed: {_first_line(exc)}") from exc
-        finally:
-            connection.close()
+        self._checkin(connection, None)
         return ToolHead(row[0], row[1], row[2], bool(row[3])) if row else None
 
     def get_tool(self, tenant: str, name: str) -> ToolRecord | None:
@@ -107,6 +126,18 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls):
         with self._guard(), self._reader.connect() as conn:
             row = conn.execute(query).first()
         return _record(row) if row else None
+
+    def get_tools(self, tenant: str, names: Sequence[str]) -> dict[str, ToolRecord]:
+        """Several tools by name in one query (an agent run's opening toolbox); names
+        that do not exist are absent from the result."""
+        wanted = list(dict.fromkeys(names))
+        found: dict[str, ToolRecord] = {}
+        with self._guard(), self._reader.connect() as conn:
+            for start in range(0, len(wanted), 500):  # well under any bound-parameter limit
+                chunk = wanted[start : start + 500]
+                query = sa.select(tools).where(tools.c.tenant == tenant, tools.c.name.in_(chunk))
+                found.update((row.name, _record(row)) for row in conn.execute(query))
+        return found
 
     def list_tools(
         self,
@@ -285,17 +316,18 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls):
         stats: _Stats | None = None
         if counted and tool_id is not None:
             stats = (1 if row["success"] else 0, row["duration_ms"], row["started_at"], tool_id)
-        with self._guard():  # a failed checkout arrives wrapped by SQLAlchemy
-            connection = self.engine.raw_connection()
+        connection = self._checkout()
         try:
-            return self._write_call(connection, values, stats)
+            call_id = self._write_call(connection, values, stats)
         except self._dbapi.Error as exc:
-            if self.engine.dialect.is_disconnect(exc, connection.dbapi_connection, None):
-                connection.invalidate(exc)
+            self._checkin(connection, exc)
             verb = "rejected a write" if isinstance(exc, self._dbapi.IntegrityError) else "failed"
             raise StoreError(f"store {self.url} {verb}: {_first_line(exc)}") from exc
-        finally:
-            connection.close()
+        except BaseException as exc:  # e.g. interrupted mid-transaction: start afresh
+            self._checkin(connection, exc)
+            raise
+        self._checkin(connection, None)
+        return call_id
 
     def list_calls(
         self,
