@@ -39,6 +39,8 @@ class Toolbox:
     access: dict[str, str] = field(default_factory=dict)
     records: dict[str, ToolRecord] = field(default_factory=dict)
     _schemas: list[ToolSchema] | None = None
+    #: Records ``missing`` just read, so the ``add_tools`` that follows reads nothing.
+    _checked: dict[str, ToolRecord] = field(default_factory=dict)
 
     def add_builtin(self, builtin: Builtin) -> None:
         self.builtins[builtin.schema.name] = builtin
@@ -52,7 +54,9 @@ class Toolbox:
             for name in names:
                 self.access[name] = _wider(self.access.get(name), access)
         new = [n for n in dict.fromkeys(names) if n not in self.offered and n not in self.builtins]
-        found = self.registry.get_many(new) if new else {}
+        checked, self._checked = self._checked, {}
+        unread = [n for n in new if n not in checked]
+        found = {**checked, **self.registry.get_many(unread)} if unread else checked
         added: list[str] = []
         for name in new:
             tool = found.get(name)
@@ -71,6 +75,7 @@ class Toolbox:
         """Which of these names cannot be offered (unknown or disabled)."""
         names = [n for n in names if n not in self.offered and n not in self.builtins]
         found = self.registry.get_many(names) if names else {}
+        self._checked = found
         return [n for n in names if n not in found or not found[n].enabled]
 
     def schemas(self) -> list[ToolSchema]:

@@ -1,9 +1,10 @@
 """The store's agent tables: runs and their messages, skills, agent definitions.
 
-A run's messages are appended after every model turn (so a crash keeps the
-conversation up to it) through prebuilt SQL on a pooled DBAPI connection: this
-runs once per turn and SQLAlchemy's statement machinery would cost more than
-the rest of the turn.
+A run's row is written when it starts and when it ends, its messages after every
+model turn (so a crash keeps the conversation up to it), all through prebuilt SQL
+on the thread's own SQLite connection or a pooled DBAPI connection: these run
+once per turn and SQLAlchemy's statement machinery would cost more than the rest
+of the turn.
 """
 
 from __future__ import annotations
@@ -38,8 +39,12 @@ class AgentRows:
 
     # -- runs --------------------------------------------------------------
     def create_run(self, row: dict[str, Any]) -> None:
-        with self._guard(), self.engine.begin() as conn:
-            conn.execute(runs.insert().values(**row))
+        """Insert the run's row (every column of ``_RUN_START`` in ``row``)."""
+        values = tuple(
+            json.dumps(row[c], ensure_ascii=False) if c == "metadata" else row[c]
+            for c in _RUN_START
+        )
+        self._write_prebuilt(_INSERT_RUN[self.dialect], [values])
 
     def append_run_messages(self, run_id: str, rows: Sequence[MessageRow]) -> None:
         """Append messages of one run in one transaction."""
@@ -49,16 +54,30 @@ class AgentRows:
         values = [
             (run_id, seq, iteration, role, message, now) for seq, iteration, role, message in rows
         ]
+        self._write_prebuilt(_INSERT_MESSAGE[self.dialect], values)
+
+    def finish_run(self, run_id: str, values: dict[str, Any]) -> None:
+        """Store the run's outcome (every column of ``_RUN_END`` in ``values``)."""
+        params = tuple(
+            json.dumps(values[c], ensure_ascii=False) if c == "data" else values[c]
+            for c in _RUN_END
+        )
+        self._write_prebuilt(_FINISH_RUN[self.dialect], [(*params, run_id)])
+
+    def _write_prebuilt(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        """One committed transaction of prebuilt SQL, once per row. These run at every
+        turn and run start/end: SQLAlchemy's statement machinery would cost more than
+        the statements (see the module docstring)."""
         connection = self._checkout()
         try:
             cursor = connection.cursor()
             try:
                 if self.dialect == "sqlite":
                     cursor.execute("BEGIN IMMEDIATE")
-                    cursor.executemany(_SQLITE_INSERT_MESSAGE, values)
+                    cursor.executemany(sql, rows)
                     cursor.execute("COMMIT")
                 else:
-                    cursor.executemany(_PG_INSERT_MESSAGE, values)
+                    cursor.executemany(sql, rows)
                     connection.commit()
             except BaseException:
                 connection.rollback()
@@ -69,15 +88,11 @@ class AgentRows:
             from ..errors import StoreError
 
             self._checkin(connection, exc)
-            raise StoreError(f"store failed to append run messages: {exc}") from exc
+            raise StoreError(f"store failed to write an agent run: {exc}") from exc
         except BaseException as exc:
             self._checkin(connection, exc)
             raise
         self._checkin(connection, None)
-
-    def finish_run(self, run_id: str, values: dict[str, Any]) -> None:
-        with self._guard(), self.engine.begin() as conn:
-            conn.execute(runs.update().where(runs.c.id == run_id).values(**values))
 
     def get_run(self, tenant: str, run_id: str) -> RunRecord | None:
         query = sa.select(runs).where(runs.c.tenant == tenant, runs.c.id == run_id)
@@ -198,14 +213,35 @@ class AgentRows:
             return bool(result.rowcount)
 
 
-_SQLITE_INSERT_MESSAGE = (
-    "INSERT INTO run_messages (run_id, seq, iteration, role, message, created_at)"
-    " VALUES (?, ?, ?, ?, ?, ?)"
-)
-_PG_INSERT_MESSAGE = (
-    "INSERT INTO run_messages (run_id, seq, iteration, role, message, created_at)"
-    " VALUES (%s, %s, %s, %s, %s::jsonb, %s)"
-)
+_RUN_START = (
+    "id", "tenant", "parent_run_id", "agent", "mode", "model", "task", "status", "metadata",
+    "started_at",
+)  # fmt: skip
+_RUN_END = (
+    "status", "output", "data", "error", "requires_review", "review_reason", "iterations",
+    "tool_calls", "input_tokens", "output_tokens", "ended_at",
+)  # fmt: skip
+_JSON_COLUMNS = {"metadata", "data"}
+
+
+_INSERT_RUN = {
+    "sqlite": f"INSERT INTO runs ({', '.join(_RUN_START)}) VALUES ({', '.join('?' * 10)})",
+    "postgresql": f"INSERT INTO runs ({', '.join(_RUN_START)}) VALUES ("
+    + ", ".join("%s::jsonb" if c in _JSON_COLUMNS else "%s" for c in _RUN_START)
+    + ")",
+}
+_FINISH_RUN = {
+    "sqlite": f"UPDATE runs SET {', '.join(f'{c} = ?' for c in _RUN_END)} WHERE id = ?",
+    "postgresql": "UPDATE runs SET "
+    + ", ".join(f"{c} = %s::jsonb" if c in _JSON_COLUMNS else f"{c} = %s" for c in _RUN_END)
+    + " WHERE id = %s",
+}
+_INSERT_MESSAGE = {
+    "sqlite": "INSERT INTO run_messages (run_id, seq, iteration, role, message, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?)",
+    "postgresql": "INSERT INTO run_messages (run_id, seq, iteration, role, message, created_at)"
+    " VALUES (%s, %s, %s, %s, %s::jsonb, %s)",
+}
 
 
 def _json(value: Any) -> Any:
