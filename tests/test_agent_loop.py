@@ -187,3 +187,20 @@ def test_unknown_pinned_tool_is_a_usage_error(reg: Registry) -> None:
 
     with pytest.raises(NotFound, match="missing_tool"):
         AgentLoop(reg, ScriptedModel(["x"]), tools=["add", "missing_tool"]).run("x")
+
+
+def test_nul_and_lone_surrogates_are_persisted_cleanly(reg: Registry) -> None:
+    """PostgreSQL's jsonb rejects NUL and UTF-8 has no lone surrogates: messages and the
+    run's data keep everything else verbatim."""
+    hostile = "a\x00b \ud800 c ü 🙂"
+    model = ScriptedModel([call("echo", {"text": hostile}), f"said {hostile}"])
+    result = AgentLoop(reg, model, tools=["echo"]).run(f"echo {hostile}")
+    assert result.status is RunStatus.SUCCESS
+    stored = reg.store.get_run_details(reg.tenant, result.run_id)
+    assert stored is not None and stored["status"] == "success"
+    assert "\\x00" in stored["task"] and "ü 🙂" in stored["task"]
+    assert stored["data"]["tool_calls"][0]["tool"] == "echo"
+    messages = reg.store.run_messages(result.run_id)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert all("\x00" not in json.dumps(m) for m in messages)
+    assert "ü 🙂" in messages[-1]["content"] and "\\x00" in messages[-1]["content"]

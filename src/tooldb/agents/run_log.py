@@ -65,7 +65,7 @@ class RunLog:
             {
                 "status": result.status.value,
                 "output": storable_text(result.output),
-                "data": _jsonable(result.data),
+                "data": _json_text(result.data),
                 "error": storable_text(result.error),
                 "requires_review": result.requires_review,
                 "review_reason": result.review_reason,
@@ -79,22 +79,30 @@ class RunLog:
 
 
 def _storable(message: Message) -> str:
-    """The message as JSON text every store accepts. Almost every message is clean
-    already; only one holding a NUL or a lone surrogate takes the recursive clean-up."""
     data = message.model_dump(mode="json", exclude_defaults=True)
     data["role"] = message.role
-    text = json.dumps(data, ensure_ascii=False)
+    return _json_text(data)
+
+
+def _json_text(value: Any) -> str:
+    """JSON text every store accepts. Almost every value is clean already; only one
+    holding a NUL (PostgreSQL's jsonb rejects it) or a lone surrogate takes the
+    recursive clean-up, and a value that is not JSON at all is stored as null."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError:
+        return "null"
     if "\\u0000" not in text:
         try:
             text.encode("utf-8")
             return text
         except UnicodeEncodeError:
             pass  # a lone surrogate: clean below
-    return json.dumps(_clean(data), ensure_ascii=False)
+    return json.dumps(_clean(json.loads(text)), ensure_ascii=False)
 
 
 def _clean(value: Any) -> Any:
-    """Every string storable in both stores (PostgreSQL's jsonb rejects NUL)."""
+    """Every string storable in both stores."""
     if isinstance(value, str):
         return storable_text(value)
     if isinstance(value, dict):
@@ -102,10 +110,3 @@ def _clean(value: Any) -> Any:
     if isinstance(value, list):
         return [_clean(item) for item in value]
     return value
-
-
-def _jsonable(value: Any) -> Any:
-    try:
-        return _clean(json.loads(json.dumps(value, default=str, allow_nan=False)))
-    except ValueError:
-        return None

@@ -57,11 +57,9 @@ class AgentRows:
         self._write_prebuilt(_INSERT_MESSAGE[self.dialect], values)
 
     def finish_run(self, run_id: str, values: dict[str, Any]) -> None:
-        """Store the run's outcome (every column of ``_RUN_END`` in ``values``)."""
-        params = tuple(
-            json.dumps(values[c], ensure_ascii=False) if c == "data" else values[c]
-            for c in _RUN_END
-        )
+        """Store the run's outcome: every column of ``_RUN_END`` in ``values``, ``data``
+        as JSON text (the caller has made it storable, see agents/run_log.py)."""
+        params = tuple(values[c] for c in _RUN_END)
         self._write_prebuilt(_FINISH_RUN[self.dialect], [(*params, run_id)])
 
     def _write_prebuilt(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
