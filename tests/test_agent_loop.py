@@ -34,6 +34,9 @@ def test_answers_after_a_tool_call_and_persists_the_run(reg: Registry) -> None:
     assert roles == ["user", "assistant", "tool", "assistant"]
     calls = reg.calls(run_id=result.run_id)
     assert [c.tool_name for c in calls] == ["add"]
+    # a lone call is recorded with its turn's messages; its id reaches the history
+    assert result.tool_calls[0].call_id == calls[0].id
+    assert reg.get("add").stats.usage_count == 1
     # the model saw the tool result on its second turn, tied to its call id
     sent = model.requests[1][0]
     assert sent[-1].role == "tool" and sent[-1].content == "5"

@@ -44,7 +44,7 @@ class AgentRows:
             json.dumps(row[c], ensure_ascii=False) if c == "metadata" else row[c]
             for c in _RUN_START
         )
-        self._write_prebuilt(_INSERT_RUN[self.dialect], [values])
+        self._write_prebuilt(lambda cursor: cursor.execute(_INSERT_RUN[self.dialect], values))
 
     def append_run_messages(self, run_id: str, rows: Sequence[MessageRow]) -> None:
         """Append messages of one run in one transaction."""
@@ -54,28 +54,30 @@ class AgentRows:
         values = [
             (run_id, seq, iteration, role, message, now) for seq, iteration, role, message in rows
         ]
-        self._write_prebuilt(_INSERT_MESSAGE[self.dialect], values)
+        sql = _INSERT_MESSAGE[self.dialect]
+        self._write_prebuilt(lambda cursor: cursor.executemany(sql, values))
 
     def finish_run(self, run_id: str, values: dict[str, Any]) -> None:
         """Store the run's outcome: every column of ``_RUN_END`` in ``values``, ``data``
         as JSON text (the caller has made it storable, see agents/run_log.py)."""
         params = tuple(values[c] for c in _RUN_END)
-        self._write_prebuilt(_FINISH_RUN[self.dialect], [(*params, run_id)])
+        sql = _FINISH_RUN[self.dialect]
+        self._write_prebuilt(lambda cursor: cursor.execute(sql, (*params, run_id)))
 
-    def _write_prebuilt(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        """One committed transaction of prebuilt SQL, once per row. These run at every
-        turn and run start/end: SQLAlchemy's statement machinery would cost more than
-        the statements (see the module docstring)."""
+    def _write_prebuilt(self, statements: Callable[[Any], object]) -> None:
+        """One committed transaction of prebuilt SQL run by ``statements(cursor)``. These
+        run at every turn and run start/end: SQLAlchemy's statement machinery would cost
+        more than the statements (see the module docstring)."""
         connection = self._checkout()
         try:
             cursor = connection.cursor()
             try:
                 if self.dialect == "sqlite":
                     cursor.execute("BEGIN IMMEDIATE")
-                    cursor.executemany(sql, rows)
+                    statements(cursor)
                     cursor.execute("COMMIT")
                 else:
-                    cursor.executemany(sql, rows)
+                    statements(cursor)
                     connection.commit()
             except BaseException:
                 connection.rollback()

@@ -7,10 +7,8 @@ figures stay exact under any number of concurrent writers.
 
 from __future__ import annotations
 
-import json
-import operator
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +22,7 @@ from ..types import CallRecord, ErrorKind, ToolRecord, ToolSpec, ToolStats, Tool
 from . import migrate
 from .agent_rows import AgentRows
 from .bulk_calls import BulkCalls
+from .call_sql import CALL_WRITERS, call_params
 from .health_rows import HealthRows
 from .hot_connections import HotConnections
 from .ooda_rows import OodaRows
@@ -63,7 +62,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls):
         self._reader = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.dialect = engine.dialect.name
         self._dbapi = engine.dialect.loaded_dbapi
-        writer = _CALL_WRITERS.get(self.dialect)
+        writer = CALL_WRITERS.get(self.dialect)
         if writer is None:
             raise UsageError(f"unsupported database {self.dialect!r}: use SQLite or PostgreSQL")
         self._write_call = writer
@@ -311,11 +310,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls):
         serialised here as the ``JSON`` column type would. It is still one transaction,
         committed before this returns. ``row`` holds every column of ``calls`` but ``id``.
         """
-        values = (json.dumps(row["arguments"]), *_call_values(row))
-        tool_id = row["tool_id"]
-        stats: _Stats | None = None
-        if counted and tool_id is not None:
-            stats = (1 if row["success"] else 0, row["duration_ms"], row["started_at"], tool_id)
+        values, stats = call_params(row, counted)
         connection = self._checkout()
         try:
             call_id = self._write_call(connection, values, stats)
@@ -414,38 +409,6 @@ def _call_record(row: sa.Row[Any]) -> CallRecord:
 
 #: Columns of a call record in statement order: the JSON arguments, then the rest as
 #: they are (every column but the generated id).
-_CALL_COLUMNS = (
-    "arguments",
-    *(column.name for column in calls.columns if column.name not in {"id", "arguments"}),
-)
-_call_values = operator.itemgetter(*_CALL_COLUMNS[1:])
-#: What a counted call adds to its tool: (success 0 or 1, duration_ms, started_at, tool_id).
-_Stats = tuple[int, float, float, int]
-_CallWriter = Callable[[PoolProxiedConnection, tuple[Any, ...], _Stats | None], int]
-
-_SQLITE_INSERT_CALL = (
-    f"INSERT INTO calls ({', '.join(_CALL_COLUMNS)}) VALUES ({', '.join('?' * len(_CALL_COLUMNS))})"
-)
-_SQLITE_UPDATE_STATS = (
-    "UPDATE tools SET usage_count = usage_count + 1, success_count = success_count + ?,"
-    " total_duration_ms = total_duration_ms + ?, last_used = max(coalesce(last_used, 0), ?)"
-    " WHERE id = ?"
-)
-_PG_INSERT_CALL = (
-    f"INSERT INTO calls ({', '.join(_CALL_COLUMNS)})"
-    f" VALUES (%s::json{', %s' * (len(_CALL_COLUMNS) - 1)})"
-    " RETURNING id"
-)
-# Data-modifying CTEs run exactly once and to completion, all in the one statement.
-_PG_INSERT_CALL_AND_STATS = (
-    f"WITH recorded AS ({_PG_INSERT_CALL}), counted AS ("
-    "UPDATE tools SET usage_count = usage_count + 1, success_count = success_count + %s,"
-    " total_duration_ms = total_duration_ms + %s,"
-    " last_used = greatest(coalesce(last_used, 0), %s) WHERE id = %s"
-    ") SELECT id FROM recorded"
-)
-
-
 _TOOL_HEAD = {
     dialect: "SELECT id, version, content_hash, enabled FROM tools"
     f" WHERE tenant = {mark} AND name = {mark}"
@@ -474,51 +437,3 @@ def _read_one(
     finally:
         if postgres and not driver.closed:
             driver.autocommit = False
-
-
-def _write_call_sqlite(
-    connection: PoolProxiedConnection, values: tuple[Any, ...], stats: _Stats | None
-) -> int:
-    """Insert and update inside ``BEGIN IMMEDIATE`` (the write lock up front, as in
-    sqlite.py), committed before returning."""
-    cursor = connection.cursor()
-    try:
-        cursor.execute("BEGIN IMMEDIATE")
-        try:
-            cursor.execute(_SQLITE_INSERT_CALL, values)
-            call_id: int = cursor.lastrowid
-            if stats is not None:
-                cursor.execute(_SQLITE_UPDATE_STATS, stats)
-            cursor.execute("COMMIT")
-        except BaseException:
-            connection.rollback()
-            raise
-    finally:
-        cursor.close()
-    return call_id
-
-
-def _write_call_postgres(
-    connection: PoolProxiedConnection, values: tuple[Any, ...], stats: _Stats | None
-) -> int:
-    """One statement in autocommit mode: atomic on its own, and one round trip instead
-    of four (BEGIN, INSERT, UPDATE, COMMIT). The pooled connection goes back to
-    transactional mode afterwards, as SQLAlchemy's own pre-ping does."""
-    driver: Any = connection.dbapi_connection
-    driver.autocommit = True
-    try:
-        with driver.cursor() as cursor:
-            if stats is None:
-                cursor.execute(_PG_INSERT_CALL, values)
-            else:
-                cursor.execute(_PG_INSERT_CALL_AND_STATS, values + stats)
-            return int(cursor.fetchone()[0])
-    finally:
-        if not driver.closed:
-            driver.autocommit = False
-
-
-_CALL_WRITERS: dict[str, _CallWriter] = {
-    "sqlite": _write_call_sqlite,
-    "postgresql": _write_call_postgres,
-}

@@ -1,0 +1,112 @@
+"""The prebuilt SQL that records one call (``SQLStore.record_call``): the insert into
+``calls`` and, for a counted call, the relative update of its tool's statistics, in
+the driver's own paramstyle, as one transaction per dialect's cheapest way.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.pool import PoolProxiedConnection
+
+from .schema import calls
+
+_CALL_COLUMNS = (
+    "arguments",
+    *(column.name for column in calls.columns if column.name not in {"id", "arguments"}),
+)
+_call_values = operator.itemgetter(*_CALL_COLUMNS[1:])
+#: What a counted call adds to its tool: (success 0 or 1, duration_ms, started_at, tool_id).
+Stats = tuple[int, float, float, int]
+CallWriter = Callable[[PoolProxiedConnection, tuple[Any, ...], Stats | None], int]
+
+_SQLITE_INSERT_CALL = (
+    f"INSERT INTO calls ({', '.join(_CALL_COLUMNS)}) VALUES ({', '.join('?' * len(_CALL_COLUMNS))})"
+)
+_SQLITE_UPDATE_STATS = (
+    "UPDATE tools SET usage_count = usage_count + 1, success_count = success_count + ?,"
+    " total_duration_ms = total_duration_ms + ?, last_used = max(coalesce(last_used, 0), ?)"
+    " WHERE id = ?"
+)
+_PG_INSERT_CALL = (
+    f"INSERT INTO calls ({', '.join(_CALL_COLUMNS)})"
+    f" VALUES (%s::json{', %s' * (len(_CALL_COLUMNS) - 1)})"
+    " RETURNING id"
+)
+# Data-modifying CTEs run exactly once and to completion, all in the one statement.
+_PG_INSERT_CALL_AND_STATS = (
+    f"WITH recorded AS ({_PG_INSERT_CALL}), counted AS ("
+    "UPDATE tools SET usage_count = usage_count + 1, success_count = success_count + %s,"
+    " total_duration_ms = total_duration_ms + %s,"
+    " last_used = greatest(coalesce(last_used, 0), %s) WHERE id = %s"
+    ") SELECT id FROM recorded"
+)
+
+
+def call_params(row: dict[str, Any], counted: bool) -> tuple[tuple[Any, ...], Stats | None]:
+    """The insert's parameters (arguments serialised as the ``JSON`` column type would)
+    and, for a counted call of a registered tool, what it adds to the tool's figures."""
+    values = (json.dumps(row["arguments"]), *_call_values(row))
+    tool_id = row["tool_id"]
+    if not counted or tool_id is None:
+        return values, None
+    return values, (1 if row["success"] else 0, row["duration_ms"], row["started_at"], tool_id)
+
+
+def insert_call(cursor: Any, dialect: str, values: tuple[Any, ...], stats: Stats | None) -> int:
+    """Record one call with the writer's cursor, inside the writer's transaction."""
+    if dialect == "sqlite":
+        cursor.execute(_SQLITE_INSERT_CALL, values)
+        call_id: int = cursor.lastrowid
+        if stats is not None:
+            cursor.execute(_SQLITE_UPDATE_STATS, stats)
+        return call_id
+    if stats is None:
+        cursor.execute(_PG_INSERT_CALL, values)
+    else:
+        cursor.execute(_PG_INSERT_CALL_AND_STATS, values + stats)
+    return int(cursor.fetchone()[0])
+
+
+def _write_call_sqlite(
+    connection: PoolProxiedConnection, values: tuple[Any, ...], stats: Stats | None
+) -> int:
+    """Insert and update inside ``BEGIN IMMEDIATE`` (the write lock up front, as in
+    sqlite.py), committed before returning."""
+    cursor = connection.cursor()
+    try:
+        cursor.execute("BEGIN IMMEDIATE")
+        try:
+            call_id = insert_call(cursor, "sqlite", values, stats)
+            cursor.execute("COMMIT")
+        except BaseException:
+            connection.rollback()
+            raise
+    finally:
+        cursor.close()
+    return call_id
+
+
+def _write_call_postgres(
+    connection: PoolProxiedConnection, values: tuple[Any, ...], stats: Stats | None
+) -> int:
+    """One statement in autocommit mode: atomic on its own, and one round trip instead
+    of four (BEGIN, INSERT, UPDATE, COMMIT). The pooled connection goes back to
+    transactional mode afterwards, as SQLAlchemy's own pre-ping does."""
+    driver: Any = connection.dbapi_connection
+    driver.autocommit = True
+    try:
+        with driver.cursor() as cursor:
+            return insert_call(cursor, "postgresql", values, stats)
+    finally:
+        if not driver.closed:
+            driver.autocommit = False
+
+
+CALL_WRITERS: dict[str, CallWriter] = {
+    "sqlite": _write_call_sqlite,
+    "postgresql": _write_call_postgres,
+}
