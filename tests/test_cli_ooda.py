@@ -95,6 +95,9 @@ def test_a_running_cycle_is_reported_not_doubled(url: str) -> None:
 
 def test_add_builtins(store_url: str) -> None:
     added = as_json(store_url, "add", "builtins")
-    assert added["tools"] == [{"name": "analyze_system_state", "version": 1, "status": "created"}]
+    assert added["tools"] == [
+        {"name": "analyze_system_state", "version": 1, "status": "created"},
+        {"name": "explain_inference", "version": 1, "status": "created"},
+    ]
     state = as_json(store_url, "call", "analyze_system_state", "--args", '{"hours": 2}')
-    assert state["success"] is True and state["data"]["tools"]["total"] == 1
+    assert state["success"] is True and state["data"]["tools"]["total"] == 2

@@ -14,11 +14,14 @@ from .ooda_support import HOUR, log_calls, pattern, tool_spec
 
 def test_builtins_register_as_ordinary_diagnostics_tools(registry: Registry) -> None:
     outcomes = registry.add_builtin_tools()
-    assert [(o.record.name, o.status) for o in outcomes] == [("analyze_system_state", "created")]
+    assert [(o.record.name, o.status) for o in outcomes] == [
+        ("analyze_system_state", "created"),
+        ("explain_inference", "created"),
+    ]
     tool = registry.get("analyze_system_state")
     assert tool.spec.category == "diagnostics" and tool.spec.kind is ToolKind.PYTHON
     assert set(tool.spec.parameters["properties"]) == {"hours", "top"}
-    assert [o.status for o in registry.add_builtin_tools()] == ["unchanged"]
+    assert [o.status for o in registry.add_builtin_tools()] == ["unchanged", "unchanged"]
 
 
 def test_analyze_system_state_reports_the_registry_running_it(registry: Registry) -> None:
@@ -41,8 +44,8 @@ def test_analyze_system_state_reports_the_registry_running_it(registry: Registry
     assert result.success, result.error
     state = result.data
     assert state["tenant"] == registry.tenant and state["hours"] == 24
-    assert state["tools"]["total"] == 4 and state["tools"]["disabled"] == 1
-    assert state["tools"]["by_category"]["diagnostics"] == {"enabled": 1, "disabled": 0}
+    assert state["tools"]["total"] == 5 and state["tools"]["disabled"] == 1
+    assert state["tools"]["by_category"]["diagnostics"] == {"enabled": 2, "disabled": 0}
     assert state["tools"]["by_category"]["general"] == {"enabled": 2, "disabled": 1}
     hours = state["calls_per_hour"]
     assert sum(h["calls"] for h in hours) == 16 and sum(h["failures"] for h in hours) == 5
@@ -76,7 +79,7 @@ def test_analyze_system_state_in_another_tenant_and_in_parallel(registry: Regist
     )
     assert first.success and second.success
     assert first.data["tenant"] == "other" and first.data["errors"]["calls"] == 3
-    assert first.data["tools"]["total"] == 2
+    assert first.data["tools"]["total"] == 3
 
 
 def test_analyze_system_state_rejects_bad_input_and_direct_use(registry: Registry) -> None:

@@ -15,6 +15,8 @@ EXPECTED = {
     "SkillSpec", "SkillTool", "ToolCall", "ToolChoice", "ToolSchema", "ToolUse", "Usage",
     "load_model", "run_task",
     "Act", "Finding", "FindingKind", "OodaReport",
+    # provenance
+    "Explanation", "GraphEdge", "GraphNode", "ProvenanceGraph", "Trace",
 }  # fmt: skip
 
 

@@ -44,6 +44,7 @@ from .models import (
     load_model,
 )
 from .ooda_types import Act, Finding, FindingKind, OodaReport
+from .provenance import Explanation, GraphEdge, GraphNode, ProvenanceGraph, Trace
 from .registry import Registry, open_registry
 from .settings import Settings
 from .types import (
@@ -87,9 +88,12 @@ __all__ = [
     "DefinitionError",
     "ErrorKind",
     "ExecutionError",
+    "Explanation",
     "Finding",
     "FindingKind",
     "FunctionModel",
+    "GraphEdge",
+    "GraphNode",
     "Limits",
     "LoopContext",
     "Message",
@@ -98,6 +102,7 @@ __all__ = [
     "ModelTurn",
     "NotFound",
     "OodaReport",
+    "ProvenanceGraph",
     "Registry",
     "Returns",
     "Router",
@@ -123,6 +128,7 @@ __all__ = [
     "ToolTimeout",
     "ToolUse",
     "ToolVersion",
+    "Trace",
     "Usage",
     "UsageError",
     "__version__",

@@ -529,4 +529,4 @@ def main() -> None:
     app()
 
 
-from . import cli_agents, cli_ooda, cli_select  # noqa: E402,F401  (they register commands)
+from . import cli_agents, cli_ooda, cli_select, cli_trace  # noqa: E402,F401  (they register commands)

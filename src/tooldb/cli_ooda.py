@@ -122,7 +122,7 @@ def trend(
 
 @add_app.command("builtins")
 def add_builtins(as_json: JsonOpt = False) -> None:
-    """Register tooldb's built-in tools (analyze_system_state, category diagnostics)."""
+    """Register tooldb's built-in diagnostics tools: analyze_system_state, explain_inference."""
     from .cli import _report_added
 
     with _registry(as_json) as registry:

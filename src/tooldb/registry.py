@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from . import provenance
 from .binding import Binder
 from .catalog import Catalog
 from .decorators import SPEC_ATTRIBUTE, spec_from_function, tools_of_module
@@ -32,6 +33,7 @@ from .manifests import read_manifest, spec_from_mapping
 from .openapi import OpenAPIImport, read_openapi
 from .optimize import Optimizer
 from .parallel import run_many, run_sync
+from .provenance import Explanation, Trace
 from .recording import Recorder, storable_text
 from .selection import Filters, Selector, Weights, check_request
 from .settings import Settings
@@ -196,8 +198,9 @@ class Registry(Catalog):
         return self.register(specs)
 
     def add_builtin_tools(self) -> list[PutOutcome]:
-        """Register tooldb's built-in tools (``analyze_system_state``, category
-        ``diagnostics``); re-running it updates them to this version of tooldb."""
+        """Register tooldb's built-in tools (``analyze_system_state``,
+        ``explain_inference``; category ``diagnostics``); re-running it updates them to
+        this version of tooldb."""
         return self.register([spec for m in BUILTIN_MODULES for spec, _ in tools_of_module(m)])
 
     def register(
@@ -337,6 +340,15 @@ class Registry(Catalog):
         if self._optimizer is None:
             self._optimizer = Optimizer(self)
         return self._optimizer
+
+    def trace(self, run_id: str) -> Trace:
+        """A run's provenance: its decisions, calls, results, skills and sub-runs as a
+        graph and a time-ordered tree (provenance.py, docs/provenance.md)."""
+        return provenance.trace(self, run_id)
+
+    def explain(self, call_id: int | str) -> Explanation:
+        """A recorded call walked back to its run, task and the selection behind it."""
+        return provenance.explain(self, call_id)
 
     # -- reading and managing ------------------------------------------------
     def get(self, name: str) -> ToolRecord:

@@ -99,6 +99,12 @@ class Settings:
     ooda_lock_wait_s: float = 0.0
     max_parallel_calls: int = 16
     max_parallel_per_tool: int = 8
+    #: Provenance push (``tooldb trace --push``, the ``neo4j`` extra): the server, the
+    #: user, the env var holding the password (never the password itself), the database.
+    neo4j_url: str = ""
+    neo4j_user: str = "neo4j"
+    neo4j_password_env: str = "NEO4J_PASSWORD"
+    neo4j_database: str = ""
     connections: dict[str, str] = field(default_factory=dict)
     # HTTP tools: host patterns that may be called ("public" = any host whose every
     # address is public; see executors/http_guard.py), a per-request time cap and a
@@ -247,6 +253,8 @@ _ENV_KEYS = {
     "TOOLDB_MODEL_BASE_URL": "model_base_url",
     "TOOLDB_OODA_WINDOW": "ooda_window_s",
     "TOOLDB_OODA_PROTECTED_CATEGORIES": "ooda_protected_categories",
+    "TOOLDB_NEO4J_URL": "neo4j_url",
+    "TOOLDB_NEO4J_USER": "neo4j_user",
 }
 
 

@@ -26,6 +26,7 @@ from .call_sql import CALL_WRITERS, call_params
 from .health_rows import HealthRows
 from .hot_connections import HotConnections
 from .ooda_rows import OodaRows
+from .provenance_rows import ProvenanceRows
 from .schema import calls, tool_search, tool_versions, tools
 from .search_rows import Generation, SearchRows, bump_generation, upsert_document
 from .sqlite import Checkpointer
@@ -53,7 +54,7 @@ class PutOutcome:
     status: str
 
 
-class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls):
+class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, ProvenanceRows):
     """Tools, versions, the call log and the selection tables in one SQL database."""
 
     def __init__(self, engine: sa.Engine, *, checkpointer: Checkpointer | None = None) -> None:

@@ -32,3 +32,21 @@ def analyze_system_state(hours: int = 24, top: int = 5) -> dict[str, Any]:
     since = until - hours * 3600.0
     state = registry.store.system_state(registry.tenant, since, until, top=top)
     return {"tenant": registry.tenant, "since": since, "until": until, "hours": hours, **state}
+
+
+@tool(category="diagnostics", returns="json")
+def explain_inference(run_id: str = "", call_id: int = 0) -> dict[str, Any]:
+    """Provenance of a result: with ``run_id``, the run's tree of selection decisions,
+    calls, results and sub-runs; with ``call_id``, that call walked back to its run,
+    task and the selection that chose its tool. Give exactly one of the two.
+
+    Args:
+        run_id: An agent run's id (as ``tooldb runs`` or a LoopContext shows it).
+        call_id: A recorded call's id (as a tool result's ``call_id`` shows it).
+    """
+    if bool(run_id) == bool(call_id):
+        raise UsageError("give exactly one of run_id and call_id")
+    registry = current_registry()
+    if run_id:
+        return {"trace": registry.trace(run_id).tree}
+    return {"explanation": registry.explain(call_id).model_dump(mode="json")}
