@@ -122,9 +122,9 @@ def test_add_manifest_reports_and_rejects(url: str, tmp_path: Path) -> None:
     added = as_json(url, "add", "manifest", str(ROOT / "examples" / "tools.yaml"))["tools"]
     assert {t["status"] for t in added} == {"created"}
     bad = tmp_path / "bad.yaml"
-    bad.write_text("tools:\n  - name: x\n    kind: agent\n    target: helper\n")
+    bad.write_text("tools:\n  - name: x\n    kind: telepathy\n    target: helper\n")
     result = tooldb(url, "add", "manifest", str(bad))
-    assert result.exit_code == 2 and "kind 'agent'" in result.stderr
+    assert result.exit_code == 2 and "field 'kind'" in result.stderr
     missing = tooldb(url, "add", "manifest", str(tmp_path / "nope.yaml"))
     assert missing.exit_code == 2 and "does not exist" in missing.stderr
 

@@ -53,7 +53,9 @@ def test_skills_and_agents_from_files(url: str, tmp_path: Path) -> None:
     assert listed[0]["name"] == "temps" and listed[0]["tools"][0]["access"] == "execute"
     agent = tmp_path / "agent.yaml"
     agent.write_text("name: weather\nskills: [temps]\n")
-    assert as_json(url, "add", "agent", str(agent)) == {"agent": "weather", "changed": True}
+    assert as_json(url, "add", "agent", str(agent)) == {
+        "agent": "weather", "changed": True, "as_tool": False,
+    }  # fmt: skip
     assert as_json(url, "agents")["agents"][0]["name"] == "weather"
     bad = tmp_path / "bad.md"
     bad.write_text("nothing")

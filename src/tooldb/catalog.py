@@ -65,7 +65,12 @@ class Catalog:
             "content_hash": spec.content_hash(),
         }
         _, changed = self.store.put_agent(self.tenant, row)
+        if spec.as_tool:
+            self.add_agent_tool(spec.name)
         return changed
+
+    def add_agent_tool(self, name: str) -> Any:  # implemented by Registry
+        raise NotImplementedError
 
     def agent(self, name: str) -> AgentSpec:
         row = self.store.get_agent(self.tenant, name)

@@ -139,18 +139,25 @@ def add_skill(
 @add_app.command("agent")
 def add_agent(
     file: Annotated[Path, typer.Argument(help="Agent YAML: name, instructions, model, skills...")],
+    as_tool: Annotated[
+        bool,
+        typer.Option("--as-tool", help="Also register it as a tool (kind agent) others can call."),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Register an agent definition."""
+    """Register an agent definition (with --as-tool or `as_tool: true`, also as a tool)."""
     from .skills import read_agent
 
     with _registry(as_json) as registry, _errors():
         spec = read_agent(file)
+        if as_tool and not spec.as_tool:
+            spec = spec.model_copy(update={"as_tool": True})
         changed = registry.add_agent(spec)
     if as_json:
-        _print_json({"agent": spec.name, "changed": changed})
+        _print_json({"agent": spec.name, "changed": changed, "as_tool": spec.as_tool})
     else:
-        _out.print(f"agent {spec.name} {'registered' if changed else 'unchanged'}")
+        suffix = " (and as a tool)" if spec.as_tool else ""
+        _out.print(f"agent {spec.name} {'registered' if changed else 'unchanged'}{suffix}")
 
 
 @app.command()

@@ -91,7 +91,10 @@ def _failed(exc: Exception, start: float, started_at: float) -> Outcome:
         kind, text = ErrorKind.EXECUTION, str(exc)
     else:
         kind, text = ErrorKind.EXECUTION, f"{type(exc).__name__}: {exc}"
-    return Outcome(ToolResult.failure(text, duration_ms), kind, started_at)
+    result = ToolResult.failure(text, duration_ms)
+    # an error that carries structured data (an agent tool's status) keeps it
+    result.data = to_jsonable_python(getattr(exc, "data", None), fallback=repr)
+    return Outcome(result, kind, started_at)
 
 
 def render(value: Any, returns: Returns) -> tuple[str, Any]:

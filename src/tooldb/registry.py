@@ -47,6 +47,7 @@ from .types import (
     BoundCall,
     CallRecord,
     ErrorKind,
+    Returns,
     RunResult,
     Selection,
     ToolKind,
@@ -413,6 +414,33 @@ class Registry(Catalog):
         return self.list(include_disabled=True)
 
     # -- agents --------------------------------------------------------------
+    def add_agent_tool(self, name: str) -> PutOutcome:
+        """Register the agent ``name`` as a tool of kind ``agent`` under the same name:
+        callers (and other agents) delegate to it with ``{"task": ..., "context": ...}``
+        and get the status protocol back (agents/orchestrate.py, docs/agents.md)."""
+        from .agents.orchestrate import agent_tool_parameters
+
+        spec = self.agent(name)
+        existing = self.store.get_tool(self.tenant, name)
+        if existing is not None and existing.spec.kind is not ToolKind.AGENT:
+            raise UsageError(
+                f"cannot register agent {name!r} as a tool: a {existing.spec.kind.value} tool "
+                "has that name"
+            )
+        first_line = next((ln for ln in spec.instructions.splitlines() if ln.strip()), "")
+        timeout = spec.limits.get("timeout_s", self.settings.agent_timeout_s)
+        tool_spec = ToolSpec(
+            name=name,
+            description=spec.description or first_line or f"The agent {name}.",
+            category="agents",
+            kind=ToolKind.AGENT,
+            target=name,
+            parameters=agent_tool_parameters(),
+            returns=Returns.JSON,
+            timeout_s=float(timeout) + 5.0,  # the agent's own limit ends it first
+        )
+        return self.register([tool_spec])[0]
+
     def run(
         self,
         task: str,

@@ -78,6 +78,8 @@ class Settings:
     agent_max_tool_calls: int = 15
     agent_max_retries_per_tool: int = 2
     agent_timeout_s: float = 300.0
+    #: Agents calling agents (kind ``agent``): how deep a chain may go.
+    agent_max_depth: int = 3
     #: OODA (optimize.py, docs/ooda.md): the analysis window, then the findings'
     #: thresholds, the act policy, and the per-tenant cycle lease.
     ooda_window_s: float = 7 * 86400.0
@@ -158,7 +160,7 @@ class Settings:
 
 _POSITIVE = (
     "http_timeout_s", "http_max_response_bytes", "ooda_window_s", "ooda_slow_p95_ms",
-    "ooda_latency_degrade_ratio", "ooda_lock_ttl_s",
+    "ooda_latency_degrade_ratio", "ooda_lock_ttl_s", "agent_max_depth",
 )  # fmt: skip
 _FRACTIONS = (
     "ooda_low_success_rate", "ooda_alpha", "ooda_degrade_min_drop",

@@ -444,6 +444,9 @@ class AgentSpec(BaseModel):
     subagents: bool = False
     tool_choice: str = "auto"
     limits: dict[str, int | float] = Field(default_factory=dict)
+    #: Also register the agent as a tool of kind ``agent`` (same name), so other agents
+    #: and callers can delegate to it (agents/orchestrate.py).
+    as_tool: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("name")

@@ -336,8 +336,9 @@ class _Run:
         retries = self.limits.max_retries_per_tool
         if self.argument_errors[name] > retries:
             return ToolResult.failure(
-                f"not run: {name!r} was called with invalid arguments "
-                f"{self.argument_errors[name]} times; its retry budget ({retries}) is used up"
+                f"not run: {name!r} was called with invalid arguments (or answered "
+                f"needs_retry) {self.argument_errors[name]} times; its retry budget "
+                f"({retries}) is used up"
             )
         level = self.toolbox.access.get(name)
         if level is not None:
@@ -346,7 +347,9 @@ class _Run:
                 return ToolResult.failure(problem)
         try:
             with use_context(context), use_access(level):
-                return await self.registry.acall(name, arguments, run_id=self.run_id, inline=inline)
+                result = await self.registry.acall(
+                    name, arguments, run_id=self.run_id, inline=inline
+                )
         except ArgumentError as exc:
             self.argument_errors[name] += 1
             left = retries - self.argument_errors[name] + 1
@@ -361,6 +364,23 @@ class _Run:
             return ToolResult.failure(str(exc))
         except Exception as exc:
             return ToolResult.failure(f"{type(exc).__name__}: {exc}")
+        if not result.success and _needs_retry(result):
+            return self._retry_hint(name, result)
+        return result
+
+    def _retry_hint(self, name: str, result: ToolResult) -> ToolResult:
+        """An agent tool asked for a narrower or clearer task (status ``needs_retry``):
+        the model is told so, and it counts against the tool's retry budget."""
+        self.argument_errors[name] += 1
+        left = self.limits.max_retries_per_tool - self.argument_errors[name] + 1
+        hint = (
+            f" (call {name!r} again with the task refined as asked: {left} "
+            f"{'retry' if left == 1 else 'retries'} left)"
+            if left > 0
+            else " (no retries left for this tool)"
+        )
+        text = f"{result.error}{hint}"
+        return result.model_copy(update={"error": text, "output": text})
 
     # -- outcomes ----------------------------------------------------------
     def _result(
@@ -408,8 +428,14 @@ class _Run:
         result.data = {
             "tool_calls": [use.model_dump(mode="json") for use in result.tool_calls],
             "skills_loaded": list(self.skills_loaded),
+            "state": self.state,  # shared by the run tree: persisted as each run ends
         }
         self.log.finish(result)
+
+
+def _needs_retry(result: ToolResult) -> bool:
+    data = result.data
+    return isinstance(data, dict) and data.get("status") == "needs_retry"
 
 
 class _TurnContext:
@@ -431,8 +457,9 @@ class _TurnContext:
                 is_subagent=run.parent is not None,
                 parent_run_id=run.parent.run_id if run.parent else None,
                 agent=run.loop.agent,
-                state=run.state,
             )
+            # the run tree's one dict, not a validated copy: tools' writes must be shared
+            self._context.state = run.state
         return self._context
 
 

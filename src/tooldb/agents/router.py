@@ -58,7 +58,9 @@ class Router:
     def run(self, task: str, *, agent: str | None = None) -> RunResult:
         return run_sync(self.arun(task, agent=agent))
 
-    async def arun(self, task: str, *, agent: str | None = None) -> RunResult:
+    async def arun(
+        self, task: str, *, agent: str | None = None, parent_run_id: str | None = None
+    ) -> RunResult:
         if not isinstance(task, str) or not task.strip():
             raise UsageError("the task must be a non-empty string")
         started = time.perf_counter()
@@ -71,6 +73,7 @@ class Router:
             mode="router",
             agent=agent,
             model=self.model.id if self.model else None,
+            parent_run_id=parent_run_id,
             metadata={"k": self.k, "attempts": self.attempts},
         )
         log.add(0, [Message.user(task)])
@@ -81,7 +84,7 @@ class Router:
         )
         result = RunResult(
             run_id=run_id, status=RunStatus.ERROR, task=task, agent=agent, mode="router",
-            model=self.model.id if self.model else None,
+            model=self.model.id if self.model else None, parent_run_id=parent_run_id,
         )  # fmt: skip
         for iteration, candidate in enumerate(selection.candidates[: self.attempts]):
             arguments, how = await self._arguments(task, candidate.name)

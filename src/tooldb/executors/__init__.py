@@ -76,6 +76,7 @@ def default_executors(
     the kinds that need them: SQL tools reach named connections and the registry.
     """
     from ..settings import Settings
+    from .agent import AgentExecutor
     from .http import HttpExecutor
     from .mcp import McpExecutor
     from .python import PythonExecutor
@@ -88,6 +89,7 @@ def default_executors(
         ToolKind.SCRIPT: ScriptExecutor(),
         ToolKind.MCP: McpExecutor(),
         ToolKind.HTTP: HttpExecutor(settings),
+        ToolKind.AGENT: AgentExecutor(),
     }
 
 

@@ -31,6 +31,8 @@ __all__ = [
     "Usage",
     "call",
     "load_model",
+    "register_model",
+    "unregister_model",
 ]
 
 #: OpenAI-compatible local servers and their default base URLs.
@@ -42,6 +44,23 @@ LOCAL_SERVERS = {
 }
 PROVIDERS = ("openai", "anthropic", *LOCAL_SERVERS)
 
+#: Model objects registered under a ``provider:model`` name (``register_model``).
+_REGISTERED: dict[str, Model] = {}
+
+
+def register_model(spec: str, model: Model) -> None:
+    """Make ``load_model(spec)`` return this object: how a test (or an application
+    with a model of its own) gives a registered agent, whose definition names its model
+    by a string, a ScriptedModel, a FunctionModel or any Model implementation."""
+    provider, sep, name = spec.partition(":")
+    if not sep or not provider or not name:
+        raise UsageError(f"model name {spec!r} must look like provider:model")
+    _REGISTERED[spec] = model
+
+
+def unregister_model(spec: str) -> None:
+    _REGISTERED.pop(spec, None)
+
 
 def load_model(spec: str, settings: Settings | None = None) -> Model:
     """The model named ``provider:model`` (e.g. ``openai:gpt-4o-mini``,
@@ -49,6 +68,9 @@ def load_model(spec: str, settings: Settings | None = None) -> Model:
     from ..settings import Settings
 
     settings = settings or Settings()
+    registered = _REGISTERED.get(spec)
+    if registered is not None:
+        return registered
     provider, sep, name = spec.partition(":")
     if not sep or not name:
         raise UsageError(f"model {spec!r} must look like provider:model (providers: {PROVIDERS})")
