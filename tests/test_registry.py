@@ -206,8 +206,8 @@ def test_registration_checks_target_and_kind(registry: Registry) -> None:
         registry.add({"name": "x", "target": "no.such.module:f"})
     with pytest.raises(DefinitionError, match="no attribute"):
         registry.add({"name": "x", "target": "tests.sample_tools:missing"})
-    with pytest.raises(DefinitionError, match="kind 'agent' cannot be executed"):
-        registry.add({"name": "x", "kind": "agent", "target": "helper"})
+    with pytest.raises(DefinitionError, match="target must be an agent's name"):
+        registry.add({"name": "x", "kind": "agent", "target": "help\x07er"})
     assert registry.list(include_disabled=True) == []
 
 

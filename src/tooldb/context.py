@@ -1,9 +1,13 @@
-"""The LoopContext of the agent run a tool call belongs to, as a context variable.
+"""What the call in progress belongs to, as context variables: the registry running
+it, the agent run (its LoopContext) and the access level a skill granted.
 
-The agent loop sets it around each call; the Python executor hands it to tools
-that declared a ``LoopContext`` parameter (``CONTEXT_KEY`` in their metadata).
-Context variables follow the call into worker threads (``run_blocking`` copies
-them) and into tasks, so parallel calls of one turn each see their own run.
+``Registry.call``/``acall`` set the registry (built-in tools that inspect it, and the
+``agent`` kind, read it back); the agent loop sets the LoopContext and the access
+level around each call; the Python executor hands the LoopContext to tools that
+declared a ``LoopContext`` parameter (``CONTEXT_KEY`` in their metadata). Context
+variables follow the call into worker threads (``run_blocking`` copies them) and
+into tasks, so parallel calls of one turn each see their own run, and tenants that
+share executors never see each other's registry.
 """
 
 from __future__ import annotations
@@ -11,8 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
+from .errors import UsageError
 from .types import LoopContext
+
+if TYPE_CHECKING:
+    from .registry import Registry
 
 #: A LoopContext, or what builds it when a tool first asks (most calls never do).
 ContextSource = LoopContext | Callable[[], LoopContext]
@@ -54,3 +63,26 @@ def use_context(context: ContextSource) -> Iterator[None]:
         yield
     finally:
         _CURRENT.reset(token)
+
+
+_CALLING: ContextVar[Registry | None] = ContextVar("tooldb_calling_registry", default=None)
+
+
+@contextmanager
+def calling(registry: Registry) -> Iterator[None]:
+    token = _CALLING.set(registry)
+    try:
+        yield
+    finally:
+        _CALLING.reset(token)
+
+
+def current_registry() -> Registry:
+    """The registry running this call; a clear error outside a registry call."""
+    registry = _CALLING.get()
+    if registry is None:
+        raise UsageError(
+            "this built-in tool inspects the registry that runs it: call it through "
+            "registry.call (or `tooldb call`), not directly"
+        )
+    return registry

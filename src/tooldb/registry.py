@@ -17,6 +17,7 @@ from typing import Any
 from . import provenance
 from .binding import Binder
 from .catalog import Catalog
+from .context import calling
 from .decorators import SPEC_ATTRIBUTE, spec_from_function, tools_of_module
 from .embedders import Embedder, open_embedder
 from .embedding import Progress, embed_pending
@@ -41,7 +42,6 @@ from .stores import PutOutcome, SQLStore, Store, ToolHead, open_store
 from .stores.migrate import HEAD
 from .tool_index import ToolIndex
 from .tools import BUILTIN_MODULES
-from .tools.context import calling
 from .tooltext import tool_document
 from .types import (
     BoundCall,

@@ -38,7 +38,7 @@ class AgentExecutor:
         self, tool: ToolRecord, arguments: dict[str, Any], timeout_s: float | None
     ) -> Any:
         from ..agents.orchestrate import run_agent_tool
-        from ..tools.context import current_registry
+        from ..context import current_registry
 
         registry = current_registry()
         try:

@@ -10,6 +10,7 @@ transaction, so the mirror can never miss a change that committed.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -19,6 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from .prebuilt import Prebuilt
 from .schema import decisions, tenant_state, tool_search, tools
 
 
@@ -68,15 +70,46 @@ def _windowed(counter: str) -> sa.ColumnElement[Any]:
     return sa.case((tools.c.analyzed_at.is_(None), lifetime), else_=windowed).label(counter)
 
 
-#: Built once: selection runs it on every ``select``.
-_LIVE_STATS = sa.select(
-    tools.c.id,
-    _windowed("usage_count"),
-    _windowed("success_count"),
-    _windowed("total_duration_ms"),
-).where(
-    tools.c.tenant == sa.bindparam("tenant"), tools.c.id.in_(sa.bindparam("ids", expanding=True))
-)
+def search_statements(dialect: sa.Dialect) -> dict[str, Prebuilt]:
+    """The three statements every ``select`` runs, compiled once for ``dialect``:
+    the tenant's generation, the candidates' live statistics, the decision's insert."""
+    id_match: sa.ColumnElement[bool]
+    if dialect.name == "sqlite":  # ids as one JSON array parameter, whatever their number
+        ids: sa.Select[Any] = sa.select(sa.literal_column("value")).select_from(
+            sa.func.json_each(sa.bindparam("ids"))
+        )
+        id_match = tools.c.id.in_(ids.scalar_subquery())
+    else:
+        id_match = tools.c.id == sa.func.any(sa.bindparam("ids"))
+    live = sa.select(
+        tools.c.id,
+        _windowed("usage_count"),
+        _windowed("success_count"),
+        _windowed("total_duration_ms"),
+    ).where(tools.c.tenant == sa.bindparam("tenant"), id_match)
+    state = sa.select(tenant_state.c.generation, tenant_state.c.removals).where(
+        tenant_state.c.tenant == sa.bindparam("tenant")
+    )
+    values: dict[str, Any] = {}
+    for column in decisions.columns:
+        if column.name == "id":
+            continue
+        bind: sa.BindParameter[Any] = sa.bindparam(column.name)
+        is_json = column.name in _DECISION_JSON
+        values[column.name] = (
+            sa.cast(bind, postgresql.JSONB) if is_json and dialect.name != "sqlite" else bind
+        )
+    insert = decisions.insert().values(values)
+    if dialect.name != "sqlite":
+        insert = insert.returning(decisions.c.id)
+    return {
+        "live_stats": Prebuilt(live, dialect),
+        "tenant_state": Prebuilt(state, dialect),
+        "record_decision": Prebuilt(insert, dialect),
+    }
+
+
+_DECISION_JSON = {"filters", "candidates"}
 
 
 def text_hash(text: str) -> str:
@@ -139,6 +172,10 @@ class SearchRows:
     engine: sa.Engine
     _reader: sa.Engine
     _guard: Callable[[], AbstractContextManager[None]]
+    dialect: str
+    _search_sql: dict[str, Prebuilt]
+    _fetch_prebuilt: Callable[[Prebuilt, dict[str, Any]], list[tuple[Any, ...]]]
+    _insert_prebuilt: Callable[[Prebuilt, dict[str, Any]], int]
 
     def tenants(self) -> list[str]:
         """Every tenant that has tools."""
@@ -146,12 +183,8 @@ class SearchRows:
             return [row[0] for row in conn.execute(sa.select(tools.c.tenant).distinct())]
 
     def tenant_state(self, tenant: str) -> TenantState:
-        query = sa.select(tenant_state.c.generation, tenant_state.c.removals).where(
-            tenant_state.c.tenant == tenant
-        )
-        with self._guard(), self._reader.connect() as conn:
-            row = conn.execute(query).first()
-        return TenantState(int(row.generation), int(row.removals)) if row else TenantState(0, 0)
+        rows = self._fetch_prebuilt(self._search_sql["tenant_state"], {"tenant": tenant})
+        return TenantState(int(rows[0][0]), int(rows[0][1])) if rows else TenantState(0, 0)
 
     def index_rows(self, tenant: str, since: int = -1) -> Iterator[IndexRow]:
         """Tools (enabled or not) changed after generation ``since``, with text and vector."""
@@ -190,11 +223,11 @@ class SearchRows:
         every call counted since the analysis (optimize.py)."""
         if not ids:
             return {}
-        with self._guard(), self._reader.connect() as conn:
-            return {
-                row.id: LiveStats(row.usage_count, row.success_count, row.total_duration_ms)
-                for row in conn.execute(_LIVE_STATS, {"tenant": tenant, "ids": list(ids)})
-            }
+        wanted: Any = json.dumps(list(ids)) if self.dialect == "sqlite" else list(ids)
+        rows = self._fetch_prebuilt(
+            self._search_sql["live_stats"], {"tenant": tenant, "ids": wanted}
+        )
+        return {int(row[0]): LiveStats(int(row[1]), int(row[2]), float(row[3])) for row in rows}
 
     def pending_embeddings(
         self, tenant: str, embedder: str, *, after_id: int = 0, limit: int = 256
@@ -271,8 +304,17 @@ class SearchRows:
 
     # -- decisions -----------------------------------------------------------
     def record_decision(self, row: dict[str, Any]) -> int:
-        with self._guard(), self.engine.begin() as conn:
-            return int(conn.execute(decisions.insert().values(**row)).inserted_primary_key[0])  # type: ignore[index]
+        """One per ``select``: prebuilt SQL like the call record (JSON columns as text)."""
+        values = {
+            column.name: (
+                json.dumps(row.get(column.name), ensure_ascii=False)
+                if column.name in _DECISION_JSON
+                else row.get(column.name)
+            )
+            for column in decisions.columns
+            if column.name != "id"
+        }
+        return self._insert_prebuilt(self._search_sql["record_decision"], values)
 
     def list_decisions(
         self, tenant: str, *, run_id: str | None = None, limit: int = 20

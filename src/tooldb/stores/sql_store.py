@@ -26,9 +26,16 @@ from .call_sql import CALL_WRITERS, call_params
 from .health_rows import HealthRows
 from .hot_connections import HotConnections
 from .ooda_rows import OodaRows
+from .prebuilt import Prebuilt
 from .provenance_rows import ProvenanceRows
 from .schema import calls, tool_search, tool_versions, tools
-from .search_rows import Generation, SearchRows, bump_generation, upsert_document
+from .search_rows import (
+    Generation,
+    SearchRows,
+    bump_generation,
+    search_statements,
+    upsert_document,
+)
 from .sqlite import Checkpointer
 
 _SPEC_COLUMNS = (
@@ -68,6 +75,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
             raise UsageError(f"unsupported database {self.dialect!r}: use SQLite or PostgreSQL")
         self._write_call = writer
         self._hot = HotConnections(engine, self._guard) if HotConnections.suits(engine) else None
+        self._search_sql = search_statements(engine.dialect)
 
     @property
     def url(self) -> str:
@@ -88,6 +96,65 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
             return self._hot.get()
         with self._guard():  # a failed checkout arrives wrapped by SQLAlchemy
             return self.engine.raw_connection()
+
+    def _fetch_prebuilt(self, query: Prebuilt, values: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Rows of a prebuilt read, outside any transaction (autocommit on PostgreSQL)."""
+        connection = self._checkout()
+        driver: Any = connection.dbapi_connection
+        postgres = self.dialect == "postgresql"
+        try:
+            if postgres:
+                driver.autocommit = True
+            try:
+                cursor = driver.cursor()
+                try:
+                    cursor.execute(query.sql, query.params(values))
+                    rows = [tuple(row) for row in cursor.fetchall()]
+                finally:
+                    cursor.close()
+            finally:
+                if postgres and not driver.closed:
+                    driver.autocommit = False
+        except self._dbapi.Error as exc:
+            self._checkin(connection, exc)
+            raise StoreError(f"store {self.url} failed: {_first_line(exc)}") from exc
+        self._checkin(connection, None)
+        return rows
+
+    def _insert_prebuilt(self, query: Prebuilt, values: dict[str, Any]) -> int:
+        """One committed insert; the new row's id (``RETURNING id`` on PostgreSQL)."""
+        connection = self._checkout()
+        driver: Any = connection.dbapi_connection
+        try:
+            cursor = driver.cursor()
+            try:
+                if self.dialect == "sqlite":
+                    cursor.execute("BEGIN IMMEDIATE")
+                    try:
+                        cursor.execute(query.sql, query.params(values))
+                        new_id = int(cursor.lastrowid)
+                        cursor.execute("COMMIT")
+                    except BaseException:
+                        driver.rollback()
+                        raise
+                else:
+                    driver.autocommit = True
+                    try:
+                        cursor.execute(query.sql, query.params(values))
+                        new_id = int(cursor.fetchone()[0])
+                    finally:
+                        if not driver.closed:
+                            driver.autocommit = False
+            finally:
+                cursor.close()
+        except self._dbapi.Error as exc:
+            self._checkin(connection, exc)
+            raise StoreError(f"store {self.url} failed: {_first_line(exc)}") from exc
+        except BaseException as exc:
+            self._checkin(connection, exc)
+            raise
+        self._checkin(connection, None)
+        return new_id
 
     def _checkin(self, connection: PoolProxiedConnection, error: BaseException | None) -> None:
         if self._hot is None:

@@ -1,7 +1,7 @@
 """Built-in tools: ordinary tools shipped with tooldb (``registry.add_builtin_tools()``).
 
 They run like any python tool; those that inspect the registry find the one
-running them through ``context.current_registry()``.
+running them through ``tooldb.context.current_registry()``.
 """
 
 from __future__ import annotations

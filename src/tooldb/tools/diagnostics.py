@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..context import current_registry
 from ..decorators import tool
 from ..errors import UsageError
-from .context import current_registry
 
 MAX_HOURS = 24 * 90
 MAX_TOP = 100

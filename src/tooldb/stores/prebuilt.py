@@ -1,0 +1,30 @@
+"""Core statements compiled once per dialect and run on a raw DBAPI connection.
+
+The statements that run on every ``select`` and every call cost more in
+SQLAlchemy's per-execution machinery (cache keys, parameter processing, result
+objects) than in the database. Writing them as Core keeps one definition for both
+dialects; compiling them once to the driver's own SQL and paramstyle keeps them fast.
+Parameters are passed already in the driver's types (JSON as text).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+
+class Prebuilt:
+    """One statement as the driver's SQL text plus how to order its parameters."""
+
+    def __init__(self, statement: sa.ClauseElement, dialect: sa.Dialect) -> None:
+        compiled: Any = statement.compile(dialect=dialect)  # a SQLCompiler
+        self.sql = compiled.string
+        self.names: tuple[str, ...] | None = (
+            tuple(compiled.positiontup or ()) if compiled.positional else None
+        )
+
+    def params(self, values: dict[str, Any]) -> tuple[Any, ...] | dict[str, Any]:
+        if self.names is None:
+            return values
+        return tuple(values[name] for name in self.names)
