@@ -9,6 +9,7 @@ when an agent loads it.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 class Catalog:
     store: Store
     tenant: str
+    #: Registry's: registers an agent as a tool of kind ``agent`` (``as_tool``).
+    add_agent_tool: Callable[[str], Any]
 
     def add_skill(self, skill: SkillSpec | dict[str, Any] | str | Path) -> builtins.list[str]:
         """Register skills from a spec, a mapping, a SKILL.md file or a folder of them;
@@ -68,9 +71,6 @@ class Catalog:
         if spec.as_tool:
             self.add_agent_tool(spec.name)
         return changed
-
-    def add_agent_tool(self, name: str) -> Any:  # implemented by Registry
-        raise NotImplementedError
 
     def agent(self, name: str) -> AgentSpec:
         row = self.store.get_agent(self.tenant, name)

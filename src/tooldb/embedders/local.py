@@ -58,14 +58,18 @@ class LocalEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         loaded = _load(self.quantized)
-        out = []
+        # Longest first, as sentence-transformers does: each batch is padded to its
+        # longest text, so batching similar lengths saves most of the padding's work.
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
-            batch = loaded.tokenizer.encode_batch(texts[start : start + self.batch_size])
+            chosen = order[start : start + self.batch_size]
+            batch = loaded.tokenizer.encode_batch([texts[i] for i in chosen])
             ids = np.array([e.ids for e in batch], dtype=np.int64)
             mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
             feeds = {"input_ids": ids, "attention_mask": mask}
-            out.append(loaded.session.run(["embedding"], feeds)[0])
-        return normalise(np.concatenate(out))
+            out[chosen] = loaded.session.run(["embedding"], feeds)[0]
+        return normalise(out)
 
     def describe(self) -> dict[str, str]:
         """What ``tooldb doctor`` shows: runtime, precision and the cached graph."""
