@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import socket
+import tempfile
 import threading
 import time
 import warnings
@@ -33,6 +35,16 @@ def reg(sqlite_url: str) -> Iterator[Registry]:
     registry = tooldb.open(sqlite_url, settings=Settings(url=sqlite_url))
     yield registry
     registry.close()
+
+
+@pytest.fixture
+def drop_box() -> Iterator[Path]:
+    """A directory a sandboxed script may write to: run as root, a script runs as an
+    unprivileged uid that cannot enter the test's own (private) tmp_path."""
+    path = Path(tempfile.mkdtemp(prefix="tooldb-test-drop-"))
+    path.chmod(0o1777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def add_script(
@@ -223,9 +235,9 @@ while True:
 
 
 def test_fork_bomb_is_contained_and_leaves_nothing(
-    reg: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    reg: Registry, drop_box: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    mark = tmp_path / "workdir.txt"
+    mark = drop_box / "workdir.txt"
     monkeypatch.setenv("MARK", str(mark))
     start = time.perf_counter()
     result = run(reg, FORK_BOMB, timeout_s=1, env=["MARK"], max_processes=32)
@@ -260,9 +272,9 @@ print(children)
 
 
 def test_children_that_leave_the_session_die_with_the_script(
-    reg: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    reg: Registry, drop_box: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    mark = tmp_path / "escapee.txt"
+    mark = drop_box / "escapee.txt"
     monkeypatch.setenv("MARK", str(mark))
     source = (
         "import os, time\n"
@@ -361,7 +373,9 @@ def listener() -> Iterator[int]:
 
 
 CONNECT = """
+import shutil
 import socket
+import tempfile
 def main(port):
     try:
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
@@ -389,14 +403,14 @@ def test_this_machine_enforces_every_layer() -> None:
 
 
 def test_without_namespaces_the_process_group_is_killed_and_a_warning_says_so(
-    reg: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    reg: Registry, drop_box: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fallback for platforms without a usable ``unshare``, run for real here."""
     bare = sandbox.Isolation(unshare=(), pid_namespace=False, network_namespace=False,
                              process_limit=False)  # fmt: skip
     monkeypatch.setattr(sandbox, "isolation", lambda: bare)
     monkeypatch.setattr(sandbox, "_warned", threading.Event())
-    mark = tmp_path / "child.txt"
+    mark = drop_box / "child.txt"
     monkeypatch.setenv("MARK", str(mark))
     source = (
         "import os, time\n"
@@ -415,9 +429,9 @@ def test_without_namespaces_the_process_group_is_killed_and_a_warning_says_so(
 
 
 def test_cancelled_acall_kills_the_script(
-    reg: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    reg: Registry, drop_box: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    mark = tmp_path / "cancelled.txt"
+    mark = drop_box / "cancelled.txt"
     monkeypatch.setenv("MARK", str(mark))
     source = "import os, time\nopen(os.environ['MARK'], 'w').write(os.getcwd())\ntime.sleep(3600)"
     add_script(reg, "slow", source, timeout_s=30, env=["MARK"])
@@ -531,3 +545,54 @@ def test_cli_calls_script_tools(sqlite_url: str) -> None:
     failed_call = cli.invoke(app, ["--db", sqlite_url, "call", "crash", "--json"])
     assert failed_call.exit_code == 1
     assert "exited with code 4" in json.loads(failed_call.stdout)["error"]
+
+
+PRIVILEGES = """
+import os
+
+def main():
+    status = dict(line.split(":\\t", 1) for line in open("/proc/self/status").read().splitlines()
+                  if ":\\t" in line)
+    tries = {}
+    for name, attempt in {
+        "read_root_home": lambda: open("/root/.bashrc").read(),
+        "list_root_home": lambda: os.listdir("/root"),
+        "write_etc": lambda: open("/etc/tooldb-sandbox-test", "w").write("x"),
+        "kill_host": lambda: os.kill(HOST_PID, 0),
+        "kill_launcher": lambda: os.kill(os.getppid(), 0),
+        "setuid_back": lambda: os.setuid(0),
+    }.items():
+        try:
+            attempt()
+            tries[name] = "allowed"
+        except OSError as exc:
+            tries[name] = type(exc).__name__
+    return {
+        "uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
+        "cap_eff": status["CapEff"].strip(), "cap_prm": status["CapPrm"].strip(),
+        "no_new_privs": status["NoNewPrivs"].strip(), "cwd_owner": os.stat(".").st_uid,
+        "tries": tries,
+    }
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the uid switch applies when tooldb runs as root")
+def test_scripts_run_as_root_give_up_root_for_good(reg: Registry) -> None:
+    source = PRIVILEGES.replace("HOST_PID", str(os.getpid()))
+    result = run(reg, source)
+    assert result.success, result.error
+    seen = result.data
+    assert seen["uid"] >= sandbox.SANDBOX_UID_BASE and seen["euid"] == seen["uid"]
+    assert seen["gid"] == seen["uid"] and seen["groups"] == []
+    assert seen["cap_eff"] == "0000000000000000" and seen["cap_prm"] == "0000000000000000"
+    assert seen["no_new_privs"] == "1" and seen["cwd_owner"] == seen["uid"]
+    assert seen["tries"] == {
+        "read_root_home": "PermissionError",
+        "list_root_home": "PermissionError",
+        "write_etc": "PermissionError",
+        "kill_host": "ProcessLookupError",  # its own PID namespace: the host is not there
+        "kill_launcher": "PermissionError",  # its root parent, process 1 of that namespace
+        "setuid_back": "PermissionError",
+    }
+    assert not Path("/etc/tooldb-sandbox-test").exists()
+    assert sandbox.script_python().startswith(("/usr/bin/", "/usr/local/bin/"))

@@ -111,11 +111,34 @@ def isolation() -> Isolation:
 
 
 def _probe_config() -> dict[str, Any]:
+    """No scratch dir: the probe only checks that the launcher can drop root."""
     return {"probe": True, "language": "python", "limits": asdict(Limits()), "uid": _call_uid()}
 
 
 def _launcher_argv(config: dict[str, Any]) -> list[str]:
-    return [sys.executable, "-I", "-X", "utf8", "-c", _LAUNCHER, json.dumps(config)]
+    return [script_python(), "-I", "-X", "utf8", "-c", _LAUNCHER, json.dumps(config)]
+
+
+@functools.cache
+def script_python() -> str:
+    """The interpreter scripts run on: ``$TOOLDB_SCRIPT_PYTHON``; else, for root, the
+    system's ``python3`` (a script drops to an unprivileged uid, which cannot read a
+    virtualenv or pyenv under root's private home); else this process's interpreter.
+    Scripts get the standard library only (``-I``), whichever it is."""
+    explicit = os.environ.get("TOOLDB_SCRIPT_PYTHON")
+    if explicit:
+        return explicit
+    if os.geteuid() == 0:
+        for candidate in ("/usr/bin/python3", "/usr/local/bin/python3"):
+            if os.access(candidate, os.X_OK) and _world_readable_path(candidate):
+                return candidate
+    return sys.executable
+
+
+def _world_readable_path(path: str) -> bool:
+    """Every directory on the way to the real file can be entered by anyone."""
+    real = Path(os.path.realpath(path))
+    return all(os.stat(parent).st_mode & 0o001 for parent in real.parents)
 
 
 _warned = threading.Event()
@@ -132,8 +155,9 @@ def _warn_network_once() -> None:
         )
 
 
-def command(limits: Limits, launch: dict[str, Any]) -> list[str]:
-    """The argv of one sandboxed run: isolation prefix, launcher and its JSON config."""
+def command(limits: Limits, launch: dict[str, Any], workdir: Path) -> list[str]:
+    """The argv of one sandboxed run: isolation prefix, launcher and its JSON config
+    (``workdir``: the call's scratch dir, handed to the unprivileged uid)."""
     found = isolation()
     prefix = list(found.unshare)
     if not limits.network:
@@ -145,6 +169,7 @@ def command(limits: Limits, launch: dict[str, Any]) -> list[str]:
         **launch,
         "limits": asdict(limits),
         "uid": _call_uid() if found.process_limit else None,
+        "workdir": str(workdir),
     }
     launcher = _launcher_argv(config)
     return [*prefix, "--", *launcher] if prefix else launcher

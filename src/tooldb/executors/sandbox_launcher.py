@@ -9,9 +9,12 @@ reaps everything, then exits with the script's status. Its exit ends the
 namespace, which kills whatever the script left behind.
 
 Limits are applied here, not in the host, because RLIMIT_NPROC counts processes
-per *real* uid and is ignored for root: when run as root, the child takes a
-per-call real uid and drops CAP_SYS_ADMIN and CAP_SYS_RESOURCE first (keeping
-effective uid 0, so it can still read the interpreter and libraries).
+per *real* uid and is ignored for root. When run as root, the child gives up root
+for good before it becomes the script: it hands its scratch directory to a per-call
+uid and gid, drops supplementary groups, sets real, effective and saved ids to them
+(which clears every capability) and sets no_new_privs, so nothing it executes can
+regain privileges. The host runs this launcher with an interpreter that such a uid
+can read (the system's, not a virtualenv under a private home: see sandbox.py).
 """
 
 from __future__ import annotations
@@ -26,40 +29,25 @@ import sys
 from typing import Any
 
 MIB = 1024 * 1024
-_PR_CAPBSET_DROP = 24
-_CAP_SYS_ADMIN = 21
-_CAP_SYS_RESOURCE = 24
-_CAP_VERSION_3 = 0x20080522
+_PR_SET_NO_NEW_PRIVS = 38
 
 
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [
-        ("effective", ctypes.c_uint32),
-        ("permitted", ctypes.c_uint32),
-        ("inheritable", ctypes.c_uint32),
-    ]
-
-
-def _drop_root_process_exemption(uid: int) -> None:
-    """Make RLIMIT_NPROC apply: a non-root real uid and no CAP_SYS_ADMIN/RESOURCE."""
+def _drop_root(uid: int, workdir: str | None) -> None:
+    """Become ``uid`` (and gid ``uid``) for good: no groups, no capabilities, no way back.
+    Only the call's own scratch directory (made by the host, ``tooldb-*``) is handed over."""
+    if workdir is not None and not os.path.basename(workdir).startswith("tooldb-"):
+        raise OSError(f"refusing to hand {workdir!r} to the sandbox: not a tooldb scratch dir")
+    for root, dirs, files in os.walk(workdir or ""):
+        for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+            os.chown(name, uid, uid, follow_symlinks=False)
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)  # all three ids non-zero: the kernel clears every capability
     libc = ctypes.CDLL(None, use_errno=True)
-    dropped = (1 << _CAP_SYS_ADMIN) | (1 << _CAP_SYS_RESOURCE)
-    for cap in (_CAP_SYS_ADMIN, _CAP_SYS_RESOURCE):
-        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
-    header = _CapHeader(_CAP_VERSION_3, 0)
-    data = (_CapData * 2)()
-    if libc.capget(ctypes.byref(header), data) != 0:
-        raise OSError(ctypes.get_errno(), "capget failed")
-    for field in ("effective", "permitted", "inheritable"):
-        setattr(data[0], field, getattr(data[0], field) & ~dropped)
-    if libc.capset(ctypes.byref(header), data) != 0:
-        raise OSError(ctypes.get_errno(), "capset failed")
-    os.setresuid(uid, 0, 0)
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if os.getuid() == 0 or os.geteuid() == 0:
+        raise OSError("the sandbox could not give up root")
 
 
 def _lower(kind: int, value: int) -> None:
@@ -88,7 +76,7 @@ def _apply_limits(config: dict[str, Any]) -> None:
     if cpu is not None:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     if config.get("uid") is not None:
-        _drop_root_process_exemption(int(config["uid"]))
+        _drop_root(int(config["uid"]), config.get("workdir"))
         _lower(resource.RLIMIT_NPROC, int(limits["max_processes"]))
 
 

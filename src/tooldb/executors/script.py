@@ -73,7 +73,7 @@ class ScriptExecutor:
         try:
             launch = _write_source(spec, language, workdir)
             done = await sandbox.run_sandboxed(
-                sandbox.command(limits, launch),
+                sandbox.command(limits, launch, workdir),
                 stdin=json.dumps(arguments, ensure_ascii=False).encode(),
                 workdir=workdir,
                 env=sandbox.environment(limits, workdir),
