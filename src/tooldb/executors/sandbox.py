@@ -1,6 +1,6 @@
 """Subprocess mechanics for script tools: isolation, limits, capped output, tree kill.
 
-A call runs ``[unshare ...] python -I -c <sandbox_launcher> CONFIG`` in a fresh
+A call runs ``[unshare ...] python3 -I -S -c <sandbox_launcher> CONFIG`` in a fresh
 session, in a scratch directory, with an allow-listed environment. ``unshare``
 (util-linux) gives the call its own PID namespace (when the launcher, process 1
 there, exits or is killed, the kernel kills every process the script started,
@@ -116,7 +116,7 @@ def _probe_config() -> dict[str, Any]:
 
 
 def _launcher_argv(config: dict[str, Any]) -> list[str]:
-    return [script_python(), "-I", "-X", "utf8", "-c", _LAUNCHER, json.dumps(config)]
+    return [script_python(), "-I", "-S", "-X", "utf8", "-c", _LAUNCHER, json.dumps(config)]
 
 
 @functools.cache
