@@ -34,8 +34,7 @@ class AgentRows:
     _reader: sa.Engine
     dialect: str
     _guard: Callable[[], AbstractContextManager[None]]
-    _checkout: Callable[[], PoolProxiedConnection]
-    _checkin: Callable[[PoolProxiedConnection, BaseException | None], None]
+    _raw: Callable[..., AbstractContextManager[PoolProxiedConnection]]
 
     # -- runs --------------------------------------------------------------
     def create_run(self, row: dict[str, Any]) -> None:
@@ -68,8 +67,7 @@ class AgentRows:
         """One committed transaction of prebuilt SQL run by ``statements(cursor)``. These
         run at every turn and run start/end: SQLAlchemy's statement machinery would cost
         more than the statements (see the module docstring)."""
-        connection = self._checkout()
-        try:
+        with self._raw("failed to write an agent run") as connection:
             cursor = connection.cursor()
             try:
                 if self.dialect == "sqlite":
@@ -84,15 +82,6 @@ class AgentRows:
                 raise
             finally:
                 cursor.close()
-        except self.engine.dialect.loaded_dbapi.Error as exc:
-            from ..errors import StoreError
-
-            self._checkin(connection, exc)
-            raise StoreError(f"store failed to write an agent run: {exc}") from exc
-        except BaseException as exc:
-            self._checkin(connection, exc)
-            raise
-        self._checkin(connection, None)
 
     def get_run(self, tenant: str, run_id: str) -> RunRecord | None:
         query = sa.select(runs).where(runs.c.tenant == tenant, runs.c.id == run_id)
