@@ -563,3 +563,23 @@ def test_example_manifest_registers(registry: Registry) -> None:
     traced = registry.get("add_pet_traced").spec
     assert traced.metadata["body"] == {"pet_name": "name", "tag": "tag"}
     assert registry.get("private_ping").spec.metadata["auth"]["secret"] == "PETS_TOKEN"
+
+
+def test_secrets_echoed_by_the_server_are_redacted(
+    http_registry: Registry, pets: PetsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/echo returns the request's headers, credential included: neither the result
+    nor the call log may carry it."""
+    monkeypatch.setenv("PETS_KEY", "k3y-value")
+    auth = {"scheme": "api_key", "in": "header", "name": "X-API-Key", "secret": "PETS_KEY"}
+    http_registry.add(http_tool("echo_key", f"GET {pets.url}/echo", auth=auth))
+    bearer = {"scheme": "bearer", "secret": "PETS_TOKEN"}
+    http_registry.add(http_tool("echo_bearer", f"GET {pets.url}/echo", auth=bearer))
+    key = http_registry.call("echo_key")
+    assert key.success and key.data["headers"]["X-API-Key"] == "***"
+    token = http_registry.call("echo_bearer")
+    assert token.success and token.data["headers"]["Authorization"] == "Bearer ***"
+    for result in (key, token):
+        assert "k3y-value" not in result.output and "s3cret-token" not in result.output
+    rows = all_rows_text(http_registry)
+    assert "k3y-value" not in rows and "s3cret-token" not in rows

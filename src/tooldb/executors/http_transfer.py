@@ -118,12 +118,26 @@ class Transfer:
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind == "application/json" or kind.endswith("+json"):
             try:
-                return json.loads(body)
-            except ValueError:
-                return _decode(body, response)  # claims JSON, is not: still show it
+                return self._redacted(json.loads(body))
+            except ValueError:  # claims JSON, is not: still show it
+                return self._redacted(_decode(body, response))
         if not kind or kind.startswith("text/") or kind.endswith("+xml") or kind in _TEXT_TYPES:
-            return _decode(body, response)
+            return self._redacted(_decode(body, response))
         return {"content_type": kind, "size": len(body), "base64": base64.b64encode(body).decode()}
+
+    def _redacted(self, value: Any) -> Any:
+        """The response with every secret this call sent replaced by ``***``: a server
+        that echoes a credential (a debug endpoint, an error page) must not put it in
+        the result a model reads or in the call log."""
+        if not self.outgoing.secrets:
+            return value
+        if isinstance(value, str):
+            return self.outgoing.redact(value)
+        if isinstance(value, list):
+            return [self._redacted(item) for item in value]
+        if isinstance(value, dict):
+            return {self._redacted(k): self._redacted(v) for k, v in value.items()}
+        return value
 
     # -- errors --------------------------------------------------------------
     def error(self, exc: Exception) -> ExecutionError:
