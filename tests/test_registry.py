@@ -277,3 +277,29 @@ def test_get_many_reads_tools_in_one_go_and_skips_unknown_names(registry: Regist
     assert len(found) == 600 and "ghost" not in found
     assert found["t3"].enabled is False and found["t599"].spec.description == "tool 599"
     assert registry.get_many([]) == {}
+
+
+def test_a_mixed_batch_keeps_order_and_statuses(registry: Registry) -> None:
+    """New tools go in as one multi-row insert; existing ones the careful way: the
+    outcomes still come back in the batch's order, and everything is searchable."""
+    registry.add({"name": "old", "description": "old tool", "target": "tests.sample_tools:echo"})
+    registry.add({"name": "same", "description": "same tool", "target": "tests.sample_tools:echo"})
+    batch = [
+        {"name": "new1", "description": "first new tool", "target": "tests.sample_tools:echo"},
+        {"name": "old", "description": "old tool, changed", "target": "tests.sample_tools:echo"},
+        {"name": "same", "description": "same tool", "target": "tests.sample_tools:echo"},
+        {"name": "new2", "description": "second new tool", "target": "tests.sample_tools:echo"},
+    ]
+    outcomes = registry.add(*batch)
+    assert [(o.record.name, o.status) for o in outcomes] == [
+        ("new1", "created"), ("old", "updated"), ("same", "unchanged"), ("new2", "created"),
+    ]  # fmt: skip
+    assert outcomes[0].record.version == 1 and outcomes[1].record.version == 2
+    assert [v.version for v in registry.versions("new2")] == [1]
+    assert registry.select("second new tool", 1).names == ["new2"]
+    assert registry.get("new1").spec.description == "first new tool"
+    twice = registry.add(
+        {"name": "dup", "description": "a", "target": "tests.sample_tools:echo"},
+        {"name": "dup", "description": "b", "target": "tests.sample_tools:echo"},
+    )
+    assert [(o.status, o.record.version) for o in twice] == [("created", 1), ("updated", 2)]

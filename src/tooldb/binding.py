@@ -27,7 +27,7 @@ from itertools import islice
 from typing import Any, NamedTuple, NoReturn
 
 from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema.exceptions import ValidationError, best_match
 from referencing.exceptions import Unresolvable
 
 from .errors import ArgumentError, DefinitionError
@@ -96,6 +96,12 @@ def _validator(schema: Any) -> Any:
     return _Validator(schema, format_checker=_Validator.FORMAT_CHECKER)
 
 
+#: One validator of the metaschema, reused (``check_schema`` builds one per call); the
+#: same class and format checker ``check_schema`` uses.
+_META_CLASS = validators.validator_for(_Validator.META_SCHEMA)
+_META_VALIDATOR = _META_CLASS(_Validator.META_SCHEMA, format_checker=_META_CLASS.FORMAT_CHECKER)
+
+
 # -- normalisation (registration time) -------------------------------------------
 
 
@@ -115,15 +121,30 @@ def normalize_parameters(parameters: Mapping[str, Any] | None) -> dict[str, Any]
         )
     schema.setdefault("properties", {})
     schema.setdefault("additionalProperties", False)
-    try:
-        _Validator.check_schema(schema)
-    except SchemaError as exc:
-        where = "/".join(str(p) for p in exc.path) or "(root)"
-        raise DefinitionError(
-            f"parameters are not a valid JSON Schema at {where}: {exc.message}"
-        ) from None
+    _check_schema(schema)
     _check_consistent(schema)
     return schema
+
+
+_CHECKED: dict[str, None] = {}  # schemas (as canonical JSON) already found valid
+_CHECKED_MAX = 4096
+
+
+def _check_schema(schema: dict[str, Any]) -> None:
+    """Validate against the metaschema once per distinct schema: checking costs about
+    a millisecond, and the tools of a bulk import mostly share a handful of schemas."""
+    key = json.dumps(schema, sort_keys=True, default=str)
+    if key in _CHECKED:
+        return
+    error = best_match(_META_VALIDATOR.iter_errors(schema))
+    if error is not None:
+        where = "/".join(str(p) for p in error.path) or "(root)"
+        raise DefinitionError(
+            f"parameters are not a valid JSON Schema at {where}: {error.message}"
+        ) from None
+    if len(_CHECKED) >= _CHECKED_MAX:
+        _CHECKED.clear()
+    _CHECKED[key] = None
 
 
 def _is_standard(parameters: Mapping[str, Any]) -> bool:
