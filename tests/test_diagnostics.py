@@ -78,7 +78,10 @@ def test_analyze_system_state_in_another_tenant_and_in_parallel(registry: Regist
         [("analyze_system_state", {}), ("analyze_system_state", {"hours": 1})]
     )
     assert first.success and second.success
-    assert first.data["tenant"] == "other" and first.data["errors"]["calls"] == 3
+    # the three logged calls, plus the other analysis when it was recorded first (the
+    # two run side by side, and either may finish first)
+    assert first.data["tenant"] == "other" and first.data["errors"]["calls"] in (3, 4)
+    assert second.data["errors"]["calls"] in (3, 4)
     assert first.data["tools"]["total"] == 3
 
 
