@@ -583,3 +583,51 @@ def test_secrets_echoed_by_the_server_are_redacted(
         assert "k3y-value" not in result.output and "s3cret-token" not in result.output
     rows = all_rows_text(http_registry)
     assert "k3y-value" not in rows and "s3cret-token" not in rows
+
+
+# -- cookies and multipart ------------------------------------------------------------------
+
+
+def test_cookie_auth_arrives_and_is_dropped_cross_origin(
+    http_registry: Registry, pets: PetsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SESSION", "k3y-value")
+    auth = {"scheme": "api_key", "in": "cookie", "name": "session", "secret": "SESSION"}
+    http_registry.add(http_tool("by_cookie", f"GET {pets.url}/private", auth=auth))
+    result = http_registry.call("by_cookie")
+    assert result.success and result.data == {"ok": True, "via": "cookie"}
+    http_registry.add(
+        http_tool("echo_cookie", f"GET {pets.url}/echo", auth=auth,
+                  fixed_headers={"Cookie": "theme=dark"})
+    )  # fmt: skip
+    echoed = http_registry.call("echo_cookie")
+    assert echoed.data["headers"]["Cookie"] == "theme=dark; session=***"  # merged, redacted
+    assert "k3y-value" not in all_rows_text(http_registry)
+    for bad in ({"name": "se ssion"}, {"in": "cookie", "scheme": "bearer"}):
+        with pytest.raises(DefinitionError):
+            http_registry.add(http_tool("bad", f"GET {pets.url}/x", auth={**auth, **bad}))
+
+
+def test_multipart_bodies_carry_fields_and_files(http_registry: Registry, pets: PetsServer) -> None:
+    params = {"type": "object", "properties": {"note": {"type": "string"},
+              "report": {"type": "object"}, "image": {"type": "object"}}}  # fmt: skip
+    http_registry.add(http_tool("upload", f"POST {pets.url}/echo", params, body_format="multipart"))
+    result = http_registry.call(
+        "upload",
+        {
+            "note": "two files",
+            "report": {"filename": "r.txt", "content": "hello ünï", "content_type": "text/plain"},
+            "image": {"filename": "i.bin", "content_base64": "AAEC/w=="},
+        },
+    )
+    assert result.success, result.error
+    echoed = result.data
+    assert echoed["headers"]["Content-Type"].startswith("multipart/form-data; boundary=")
+    body = echoed["body"]
+    assert 'name="note"' in body and "two files" in body
+    assert 'name="report"; filename="r.txt"' in body and "hello ünï" in body
+    assert 'filename="i.bin"' in body and "Content-Type: application/octet-stream" in body
+    bad = http_registry.call("upload", {"image": {"filename": 'x"y', "content": "z"}})
+    assert not bad.success and "filename" in (bad.error or "")
+    garbage = http_registry.call("upload", {"image": {"content_base64": "not base64!"}})
+    assert not garbage.success and "not base64" in (garbage.error or "")

@@ -400,11 +400,7 @@ def test_sane_import_of_sparse_operations(registry: Registry) -> None:
 
 def test_json_document_and_unsupported_security(tmp_path: Path, registry: Registry) -> None:
     doc = copy.deepcopy(PETS)
-    doc["components"]["securitySchemes"]["bearerAuth"] = {
-        "type": "apiKey",
-        "in": "cookie",
-        "name": "sid",
-    }
+    doc["components"]["securitySchemes"]["bearerAuth"] = {"type": "mutualTLS"}
     path = tmp_path / "pets.json"
     path.write_text(json.dumps(doc))
     found = registry.add_openapi(path, base_url="http://127.0.0.1:1")
@@ -453,3 +449,49 @@ def test_read_openapi_without_registry() -> None:
     assert len(found.specs) == 9 and found.outcomes == []
     with pytest.raises(UsageError, match="needs a registry"):
         read_openapi("https://pets.example.com/openapi.yaml")
+
+
+def test_multipart_bodies_and_cookie_keys_are_imported(
+    http_registry: Registry, pets: PetsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry = http_registry
+    paths = {
+        "/echo": {
+            "post": {
+                "operationId": "uploadReport",
+                "security": [{"sessionCookie": []}],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "multipart/form-data": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["file"],
+                                "properties": {
+                                    "title": {"type": "string"},
+                                    "file": {"type": "string", "format": "binary"},
+                                },
+                            }
+                        }
+                    },
+                },
+            }
+        }
+    }
+    schemes = {"sessionCookie": {"type": "apiKey", "in": "cookie", "name": "session"}}
+    doc = document(paths, servers=[{"url": pets.url}])
+    doc["components"]["securitySchemes"] = schemes
+    found = registry.add_openapi(doc, base_url=pets.url)
+    assert found.secrets == ["SESSION_COOKIE"]
+    spec = registry.get("uploadReport").spec
+    assert spec.metadata["body_format"] == "multipart"
+    assert spec.metadata["auth"] == {"scheme": "api_key", "in": "cookie", "name": "session",
+                                     "secret": "SESSION_COOKIE"}  # fmt: skip
+    assert set(spec.parameters["properties"]["file"]["properties"]) >= {"filename", "content"}
+    monkeypatch.setenv("SESSION_COOKIE", "k3y-value")
+    sent = registry.call(
+        "uploadReport", {"title": "t", "file": {"filename": "a.csv", "content": "x,y\n1,2"}}
+    )
+    assert sent.success, sent.error
+    assert sent.data["headers"]["Cookie"] == "session=***"
+    assert 'name="file"; filename="a.csv"' in sent.data["body"] and "x,y" in sent.data["body"]

@@ -264,13 +264,31 @@ class _Importer:
             self.warnings.append(text)
 
 
+#: How a multipart file field (``format: binary``) is passed as a JSON argument.
+FILE_PART: dict[str, Any] = {
+    "type": "object",
+    "description": "A file: its name, its content as text or base64, its media type.",
+    "properties": {
+        "filename": {"type": "string"},
+        "content": {"type": "string", "description": "the content, as text"},
+        "content_base64": {"type": "string", "description": "the content, base64-encoded"},
+        "content_type": {"type": "string", "default": "application/octet-stream"},
+    },
+    "additionalProperties": False,
+}
+
+
 def _auth(scheme: Mapping[str, Any]) -> dict[str, Any] | None:
     kind = scheme.get("type")
     if kind == "http" and str(scheme.get("scheme", "")).lower() in ("bearer", "basic"):
         return {"scheme": str(scheme["scheme"]).lower()}
     if kind in ("oauth2", "openIdConnect"):
         return {"scheme": "bearer"}
-    if kind == "apiKey" and scheme.get("in") in ("header", "query") and scheme.get("name"):
+    if (
+        kind == "apiKey"
+        and scheme.get("in") in ("header", "query", "cookie")
+        and scheme.get("name")
+    ):
         return {"scheme": "api_key", "in": scheme["in"], "name": str(scheme["name"])}
     return None
 
@@ -402,11 +420,11 @@ class _Operation:
         if media is None:
             kinds = ", ".join(map(str, body.get("content") or {})) or "none"
             if body.get("required"):
-                raise SchemaProblem(f"request body type ({kinds}) is not JSON or a form")
+                raise SchemaProblem(f"request body type ({kinds}) is not JSON, a form or multipart")
             self.owner._warn(f"{self.method} {self.path}: optional {kinds} body not imported")
             return {}
         schema = deref(self.doc, content.get("schema", {})) if content else {}
-        extra: dict[str, Any] = {"body_format": "form"} if media == "form" else {}
+        extra: dict[str, Any] = {"body_format": media} if media in ("form", "multipart") else {}
         fields = _object_fields(self.doc, schema)
         if fields is None:
             name = self._free_name("body", "request")
@@ -420,7 +438,13 @@ class _Operation:
             if isinstance(resolved, Mapping) and resolved.get("readOnly") is True:
                 continue  # set by the server, never sent
             name = self._free_name(wire, "body")
-            self.properties[name] = self.schemas.convert(sub)
+            binary = (
+                media == "multipart"
+                and isinstance(resolved, Mapping)
+                and resolved.get("type") == "string"
+                and resolved.get("format") in ("binary", "base64", "byte")
+            )
+            self.properties[name] = FILE_PART if binary else self.schemas.convert(sub)
             if wire in required:
                 self.required.append(name)
             self.maps["body"][name] = wire
@@ -479,6 +503,9 @@ def _media(content: Any) -> tuple[str | None, Mapping[str, Any] | None]:
     value = kinds.get("application/x-www-form-urlencoded")
     if value is not None:
         return "form", value if isinstance(value, Mapping) else {}
+    value = kinds.get("multipart/form-data")
+    if value is not None:
+        return "multipart", value if isinstance(value, Mapping) else {}
     return None, None
 
 

@@ -110,7 +110,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._pets(seen, parts[1:])
         elif parts[0] == "echo":
             self._send(200, {"method": seen.method, "raw_path": seen.raw_path,
-                             "headers": seen.headers, "body": seen.body.decode()})  # fmt: skip
+                             "headers": seen.headers,
+                             "body": seen.body.decode(errors="replace")})  # fmt: skip
         elif parts[0] == "private":
             via = _credentials(seen, state)
             if via is None:
@@ -190,6 +191,13 @@ def _credentials(seen: Seen, state: PetsState) -> str | None:
         return "header key"
     if seen.query.get("api_key") == [state.api_key]:
         return "query key"
+    cookies = dict(
+        part.strip().split("=", 1)
+        for part in seen.headers.get("Cookie", "").split(";")
+        if "=" in part
+    )
+    if cookies.get("session") == state.api_key:
+        return "cookie"
     return None
 
 

@@ -8,9 +8,11 @@ placeholders may appear in the path only. Metadata keys (all optional):
   names or a mapping ``{argument: wire name}``;
 * ``body``: arguments sent as JSON body properties (list or mapping), ``"*"`` for all
   remaining arguments, or one argument name whose value *is* the body;
-* ``body_format``: ``"json"`` (default) or ``"form"`` (url-encoded);
+* ``body_format``: ``"json"`` (default), ``"form"`` (url-encoded) or ``"multipart"``
+  (multipart/form-data: a field whose value is ``{"filename", "content" |
+  "content_base64", "content_type"}`` is sent as a file part);
 * ``fixed_headers``: ``{header: value}`` sent on every call;
-* ``auth``: ``{"scheme": "bearer"|"api_key"|"basic", "in": "header"|"query", "name": ...,
+* ``auth``: ``{"scheme": "bearer"|"api_key"|"basic", "in": "header"|"query"|"cookie", "name": ...,
   "secret": "ENV_VAR_NAME"}``: only the secret's *name* is stored.
 
 Arguments not mapped anywhere fill the path placeholders of the same name; the rest go
@@ -39,6 +41,7 @@ _PLACEHOLDER = re.compile(r"\{([^{}/]+)\}")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 header field name
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _UNSAFE_HEADER_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_COOKIE_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 SecretLookup = Callable[[str], str | None]
 
@@ -64,7 +67,7 @@ class HttpPlan:
     query: dict[str, str] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
     body: dict[str, str] | str | None = None  # mapping, "*", or one argument name
-    body_format: Literal["json", "form"] = "json"
+    body_format: Literal["json", "form", "multipart"] = "json"
     fixed_headers: dict[str, str] = field(default_factory=dict)
     auth: Auth | None = None
 
@@ -79,6 +82,8 @@ class Outgoing:
     headers: list[tuple[str, str]]
     json_body: Any = None
     form_body: dict[str, str] | None = None
+    #: multipart file parts: (field, (filename, content, content type))
+    files: list[tuple[str, tuple[str, bytes, str]]] | None = None
     has_body: bool = False
     secrets: list[str] = field(default_factory=list)
     auth_header: str | None = None  # dropped when a redirect leaves the origin
@@ -119,8 +124,10 @@ def _parse(spec: ToolSpec) -> HttpPlan:
         if name not in required and not (isinstance(prop, dict) and "default" in prop):
             raise DefinitionError(f"path parameter {name!r} must be required or have a default")
     body_format = meta.get("body_format", "json")
-    if body_format not in ("json", "form"):
-        raise DefinitionError(f"body_format must be 'json' or 'form', got {body_format!r}")
+    if body_format not in ("json", "form", "multipart"):
+        raise DefinitionError(
+            f"body_format must be 'json', 'form' or 'multipart', got {body_format!r}"
+        )
     plan = HttpPlan(
         method=method,
         origin=origin,
@@ -241,13 +248,19 @@ def _auth(value: Any) -> Auth | None:
     if scheme not in ("bearer", "api_key", "basic"):
         raise DefinitionError(f"auth scheme must be bearer, api_key or basic, got {scheme!r}")
     location = value.get("in", "header")
-    if location not in ("header", "query") or (scheme != "api_key" and location != "header"):
-        raise DefinitionError(f"auth 'in' must be 'header' (or 'query' for api_key): {location!r}")
+    if location not in ("header", "query", "cookie") or (
+        scheme != "api_key" and location != "header"
+    ):
+        raise DefinitionError(
+            f"auth 'in' must be 'header' (or 'query' or 'cookie' for api_key): {location!r}"
+        )
     name = value.get("name", "Authorization" if scheme != "api_key" else None)
     if not isinstance(name, str) or not name:
         raise DefinitionError("auth scheme api_key needs a 'name' (the header or query name)")
     if location == "header":
         _check_header_name(name)
+    if location == "cookie" and not _COOKIE_NAME.fullmatch(name):
+        raise DefinitionError(f"auth cookie name {name!r} is not a valid cookie name")
     secret = value.get("secret")
     if not isinstance(secret, str) or not _ENV_NAME.fullmatch(secret):
         raise DefinitionError(
@@ -363,12 +376,38 @@ def _header_value(name: str, value: Any) -> str:
 
 def _set_body(out: Outgoing, plan: HttpPlan, value: Any) -> None:
     out.has_body = True
-    if plan.body_format == "form":
+    if plan.body_format in ("form", "multipart"):
         if not isinstance(value, dict):
-            raise ExecutionError("a form body must be an object of fields")
-        out.form_body = {k: _query_text(v) for k, v in value.items() if v is not None}
+            raise ExecutionError(f"a {plan.body_format} body must be an object of fields")
+        fields = {k: v for k, v in value.items() if v is not None}
+        if plan.body_format == "multipart":
+            out.files = [(k, _file_part(k, v)) for k, v in fields.items() if _is_file(v)]
+            fields = {k: v for k, v in fields.items() if not _is_file(v)}
+        out.form_body = {k: _query_text(v) for k, v in fields.items()}
     else:
         out.json_body = value
+
+
+def _is_file(value: Any) -> bool:
+    return isinstance(value, dict) and ("content" in value or "content_base64" in value)
+
+
+def _file_part(field: str, value: dict[str, Any]) -> tuple[str, bytes, str]:
+    """A multipart file part from its JSON form (text ``content`` or ``content_base64``)."""
+    filename = value.get("filename") or field
+    kind = value.get("content_type") or "application/octet-stream"
+    for label, text in (("filename", filename), ("content_type", kind)):
+        if not isinstance(text, str) or _UNSAFE_HEADER_VALUE.search(text) or '"' in text:
+            raise ExecutionError(f"file part {field!r}: {label} {text!r} is not allowed")
+    if "content_base64" in value:
+        try:
+            content = base64.b64decode(str(value["content_base64"]), validate=True)
+        except ValueError:
+            raise ExecutionError(f"file part {field!r}: content_base64 is not base64") from None
+    else:
+        raw = value["content"]
+        content = raw.encode("utf-8") if isinstance(raw, str) else _query_text(raw).encode()
+    return filename, content, kind
 
 
 def _apply_auth(out: Outgoing, auth: Auth, lookup: SecretLookup) -> None:
@@ -385,6 +424,14 @@ def _apply_auth(out: Outgoing, auth: Auth, lookup: SecretLookup) -> None:
         out.query.append((auth.name, value))
         out.secrets.append(urllib.parse.quote_plus(value))
         out.secrets.append(urllib.parse.quote(value, safe=""))
+        return
+    if auth.scheme == "api_key" and auth.location == "cookie":
+        if ";" in value or "," in value or " " in value:
+            raise ExecutionError(f"the secret {auth.secret!r} cannot be a cookie value")
+        others = [v for k, v in out.headers if k.lower() == "cookie"]
+        out.headers = [(k, v) for k, v in out.headers if k.lower() != "cookie"]
+        out.headers.append(("Cookie", "; ".join([*others, f"{auth.name}={value}"])))
+        out.auth_header = "Cookie"
         return
     if auth.scheme == "bearer":
         header = f"Bearer {value}"

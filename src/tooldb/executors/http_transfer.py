@@ -57,6 +57,7 @@ class Transfer:
             headers=out.headers,
             json=out.json_body if out.has_body and out.form_body is None else None,
             data=out.form_body,
+            files=out.files or None,
             timeout=self.remaining(),
         )
         self.url = str(request.url)
