@@ -491,14 +491,16 @@ def test_definition_errors_at_registration(registry: Registry) -> None:
 
 def test_timeout_stops_a_slow_server(http_registry: Registry, pets: PetsServer) -> None:
     http_registry.add(http_tool("slow", f"GET {pets.url}/slow", {"seconds": "number"}))
+    # The server would answer after 30 s; returning within 10 s (a wide margin for a
+    # loaded machine) can only be the 0.5 s timeout.
     started = time.perf_counter()
-    result = http_registry.call("slow", {"seconds": 3}, timeout_s=0.5)
-    assert time.perf_counter() - started < 2
+    result = http_registry.call("slow", {"seconds": 30}, timeout_s=0.5)
+    assert time.perf_counter() - started < 10
     assert not result.success and "timed out after 0.5 s" in (result.error or "")
     assert http_registry.calls(limit=1)[0].error_kind is ErrorKind.TIMEOUT
     started = time.perf_counter()
-    result = asyncio.run(http_registry.acall("slow", {"seconds": 3}, timeout_s=0.5))
-    assert time.perf_counter() - started < 2 and "timed out" in (result.error or "")
+    result = asyncio.run(http_registry.acall("slow", {"seconds": 30}, timeout_s=0.5))
+    assert time.perf_counter() - started < 10 and "timed out" in (result.error or "")
 
 
 def test_response_size_cap(store_url: str, pets: PetsServer) -> None:
