@@ -75,43 +75,76 @@ class BM25Index:
     def idf(self, term: str) -> float:
         postings = self._postings.get(term)
         df = 0 if postings is None else int(self._alive[postings.slots[: postings.count]].sum())
-        return math.log(1.0 + (self._docs - df + 0.5) / (df + 0.5))
+        return _idf(self._docs, df)
 
-    def coverage(self, query: str, slot: int) -> float:
-        """The share of the query's idf mass that the document in ``slot`` contains (0-1).
-
-        How well the best lexical match covers the task: a long, chatty task whose best
-        match shares only a word or two is weak lexical evidence, whatever its BM25 score.
-        """
-        words = set(terms(query))
-        total = sum(self.idf(word) for word in words)
-        if total <= 0:
-            return 0.0
-        found = 0.0
-        for word in words:
-            postings = self._postings.get(word)
-            if postings is not None and slot in postings.slots[: postings.count]:
-                found += self.idf(word)
-        return found / total
-
-    def scores(self, query: str, size: int) -> npt.NDArray[np.float32]:
-        """BM25 score of every slot (0 for slots without a query term or dead)."""
+    def match(self, query: str, size: int) -> LexicalMatch:
+        """BM25 score of every slot below ``size`` (0 without a query term, or dead), with
+        what ``LexicalMatch.coverage`` needs. Touches only the query terms' postings."""
         out = np.zeros(size, dtype=np.float32)
-        if self._docs == 0:
-            return out
-        average = max(self._total_length / self._docs, 1.0)
+        found: list[tuple[float, npt.NDArray[np.int32]]] = []
+        total_idf = 0.0
+        average = max(self._total_length / self._docs, 1.0) if self._docs else 1.0
         for term, query_tf in Counter(terms(query)).items():
             postings = self._postings.get(term)
             if postings is None:
+                total_idf += _idf(self._docs, 0)
                 continue
             slots = postings.slots[: postings.count]
             alive = self._alive[slots]
             slots = slots[alive]
+            idf = _idf(self._docs, len(slots))
+            total_idf += idf
             if len(slots) == 0:
                 continue
-            tfs = postings.tfs[: postings.count][alive]
-            idf = math.log(1.0 + (self._docs - len(slots) + 0.5) / (len(slots) + 0.5))
-            norm = K1 * (1.0 - B + B * self._lengths[slots] / average)
-            weight = idf * tfs * (K1 + 1.0) / (tfs + norm)
-            np.add.at(out, slots[slots < size], (weight * query_tf)[slots < size])
-        return out
+            found.append((idf, slots))
+            slots_below = slots[slots < size] if slots[-1] >= size else slots
+            tfs = postings.tfs[: postings.count][alive][: len(slots_below)]
+            norm = K1 * (1.0 - B + B * self._lengths[slots_below] / average)
+            # A slot appears once in a term's postings, so plain fancy-index addition is
+            # exact (and many times faster than np.add.at).
+            out[slots_below] += idf * tfs * (K1 + 1.0) / (tfs + norm) * query_tf
+        return LexicalMatch(out, found, total_idf)
+
+    def scores(self, query: str, size: int) -> npt.NDArray[np.float32]:
+        """BM25 score of every slot (0 for slots without a query term or dead)."""
+        return self.match(query, size).scores
+
+    def coverage(self, query: str, slot: int) -> float:
+        """The share of the query's idf mass that the document in ``slot`` contains (0-1)."""
+        return self.match(query, max(slot + 1, 0)).coverage(slot)
+
+
+def _idf(docs: int, df: int) -> float:
+    return math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
+
+
+class LexicalMatch:
+    """One query's BM25 scores, and per matched term its idf and (ascending) slots."""
+
+    __slots__ = ("_found", "_total_idf", "scores")
+
+    def __init__(
+        self,
+        scores: npt.NDArray[np.float32],
+        found: list[tuple[float, npt.NDArray[np.int32]]],
+        total_idf: float,
+    ) -> None:
+        self.scores = scores
+        self._found = found
+        self._total_idf = total_idf
+
+    def coverage(self, slot: int) -> float:
+        """The share of the query's idf mass that the document in ``slot`` contains (0-1).
+
+        How well the best lexical match covers the task: a long, chatty task whose best
+        match shares only a word or two is weak lexical evidence, whatever its BM25 score.
+        Postings are in slot order, so membership is a binary search.
+        """
+        if self._total_idf <= 0:
+            return 0.0
+        hit = 0.0
+        for idf, slots in self._found:
+            at = int(np.searchsorted(slots, slot))
+            if at < len(slots) and slots[at] == slot:
+                hit += idf
+        return hit / self._total_idf

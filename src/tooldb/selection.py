@@ -187,22 +187,20 @@ class Selector:
                 return Selection(
                     task=task, candidates=[], notes=notes, embedder=self._embedder_id()
                 )
-            lexical_all = index.lexical.scores(task, size)
+            matched = index.lexical.match(task, size)
+            lexical_all = matched.scores
             dense_all = None
             if self.embedder is not None and index.dense.present[:size].any():
                 if query_vector is None:
                     query_vector = self.embedder.embed([task])[0]
                 dense_all = index.dense.scores(query_vector, size)
             best_lexical = int(np.argmax(np.where(allowed, lexical_all, -np.inf)))
-            coverage = (
-                index.lexical.coverage(task, best_lexical) if lexical_all[best_lexical] > 0 else 0.0
-            )
+            coverage = matched.coverage(best_lexical) if lexical_all[best_lexical] > 0 else 0.0
             fused = self.ranker.blend(dense_all, lexical_all, allowed, coverage)
             slots = pool(fused, allowed, max(POOL_MIN, POOL_FACTOR * k))
             ids = [index.slots.ids[s] for s in slots]
             meta = [
-                (index.slots.names[s], index.slots.categories[s], index.slots.kinds[s])
-                for s in slots
+                (index.slots.names[s], index.slots.category(s), index.slots.kind(s)) for s in slots
             ]
         stats = index.store.live_stats(index.tenant, ids)
         dense = dense_all[slots] if dense_all is not None else None

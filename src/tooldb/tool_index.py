@@ -9,8 +9,8 @@ postings never need rewriting.
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -22,27 +22,56 @@ from .vectors import DenseIndex
 COMPACT_DEAD_FRACTION = 0.3
 
 
+class Codes:
+    """Small ints for repeated labels (categories, kinds): a filter is one array compare."""
+
+    def __init__(self) -> None:
+        self.code_of: dict[str, int] = {}
+        self.labels: list[str] = []
+
+    def code(self, label: str) -> int:
+        found = self.code_of.get(label)
+        if found is None:
+            found = self.code_of[label] = len(self.labels)
+            self.labels.append(label)
+        return found
+
+
 @dataclass
 class Slots:
     """Per-slot facts, parallel arrays and lists indexed by slot."""
 
     ids: list[int] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
-    categories: list[str] = field(default_factory=list)
-    kinds: list[str] = field(default_factory=list)
-    usable: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    categories: Codes = field(default_factory=Codes)
+    kinds: Codes = field(default_factory=Codes)
+    category_codes: npt.NDArray[np.int32] = field(default_factory=lambda: _empty(np.int32))
+    kind_codes: npt.NDArray[np.int32] = field(default_factory=lambda: _empty(np.int32))
+    usable: npt.NDArray[np.bool_] = field(default_factory=lambda: _empty(np.bool_))
     #: The tool has a vector, but from another embedder (it needs re-embedding).
-    foreign: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    foreign: npt.NDArray[np.bool_] = field(default_factory=lambda: _empty(np.bool_))
 
     def grow(self, size: int) -> None:
         if size > len(self.usable):
             capacity = max(size, len(self.usable) * 2, 16)
             self.usable = _grown(self.usable, capacity)
             self.foreign = _grown(self.foreign, capacity)
+            self.category_codes = _grown(self.category_codes, capacity)
+            self.kind_codes = _grown(self.kind_codes, capacity)
+
+    def category(self, slot: int) -> str:
+        return self.categories.labels[self.category_codes[slot]]
+
+    def kind(self, slot: int) -> str:
+        return self.kinds.labels[self.kind_codes[slot]]
 
 
-def _grown(array: npt.NDArray[np.bool_], capacity: int) -> npt.NDArray[np.bool_]:
-    grown = np.zeros(capacity, dtype=bool)
+def _empty(dtype: Any) -> Any:
+    return np.zeros(0, dtype=dtype)
+
+
+def _grown(array: Any, capacity: int) -> Any:
+    grown = np.zeros(capacity, dtype=array.dtype)
     grown[: len(array)] = array
     return grown
 
@@ -65,8 +94,6 @@ class ToolIndex:
         self.dense = DenseIndex(self.dim)
         self.slot_of: dict[int, int] = {}
         self.by_name: dict[str, int] = {}
-        self.by_category: dict[str, set[int]] = defaultdict(set)
-        self.by_kind: dict[str, set[int]] = defaultdict(set)
         self.dead = 0
 
     @property
@@ -99,13 +126,11 @@ class ToolIndex:
         self.slots.grow(slot + 1)
         self.slots.ids.append(row.id)
         self.slots.names.append(row.name)
-        self.slots.categories.append(row.category)
-        self.slots.kinds.append(row.kind)
+        self.slots.category_codes[slot] = self.slots.categories.code(row.category)
+        self.slots.kind_codes[slot] = self.slots.kinds.code(row.kind)
         self.slots.usable[slot] = row.enabled
         self.slot_of[row.id] = slot
         self.by_name[row.name] = slot
-        self.by_category[row.category].add(slot)
-        self.by_kind[row.kind].add(slot)
         self.lexical.add(slot, row.text)
         vector = None
         if row.vector is not None and row.embedder == self.embedder_id:
@@ -117,8 +142,6 @@ class ToolIndex:
 
     def _kill(self, slot: int) -> None:
         self.slots.usable[slot] = False
-        self.by_category[self.slots.categories[slot]].discard(slot)
-        self.by_kind[self.slots.kinds[slot]].discard(slot)
         if self.by_name.get(self.slots.names[slot]) == slot:
             del self.by_name[self.slots.names[slot]]
         self.lexical.remove(slot)
@@ -152,15 +175,21 @@ class ToolIndex:
         names: list[str] | None = None,
     ) -> npt.NDArray[np.bool_]:
         """Mask of the slots a selection may return: enabled and matching every filter."""
-        mask = self.slots.usable[: self.size].copy()
-        for chosen in (
-            self.by_category.get(category, set()) if category is not None else None,
-            self.by_kind.get(kind, set()) if kind is not None else None,
-            {self.by_name[n] for n in names if n in self.by_name} if names is not None else None,
+        size = self.size
+        mask = self.slots.usable[:size].copy()
+        slots = self.slots
+        for codes, column, label in (
+            (slots.categories, slots.category_codes, category),
+            (slots.kinds, slots.kind_codes, kind),
         ):
-            if chosen is not None:
-                keep = np.zeros(self.size, dtype=bool)
-                if chosen:
-                    keep[np.fromiter(chosen, dtype=np.int64, count=len(chosen))] = True
-                mask &= keep
+            if label is not None:
+                code = codes.code_of.get(label)
+                if code is None:
+                    return np.zeros(size, dtype=bool)
+                mask &= column[:size] == code
+        if names is not None:
+            keep = np.zeros(size, dtype=bool)
+            chosen = [self.by_name[n] for n in names if n in self.by_name]
+            keep[np.asarray(chosen, dtype=np.int64)] = True
+            mask &= keep
         return mask
