@@ -15,15 +15,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 import tooldb
+from _support import temporary_database
 from tooldb import BoundCall, Registry, Settings
 from tooldb.execution import execute
 
@@ -74,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     pieces: dict[str, dict[str, float]] = {}
     for backend in backends:
         started = time.perf_counter()
-        with _database(backend, args.pg_url) as url:
+        with temporary_database(backend, args.pg_url) as url:
             on, off = _measure(url, args.calls, args.warmup, args.block)
             pieces[backend] = _pieces(url, args.pieces)
         samples += [Sample(backend, "off", off), Sample(backend, "on", on)]
@@ -82,25 +78,6 @@ def main(argv: list[str] | None = None) -> int:
 
     _print_table(samples, pieces)
     return 0
-
-
-@contextmanager
-def _database(backend: str, pg_url: str) -> Iterator[str]:
-    """A fresh registry URL on the backend, removed afterwards."""
-    if backend == "sqlite":
-        with tempfile.TemporaryDirectory(prefix="tooldb-bench-") as directory:
-            yield f"sqlite:///{Path(directory) / 'registry.db'}"
-        return
-    import psycopg
-
-    name = f"tooldb_bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{pg_url.rsplit('/', 1)[0]}/{name}"
-    finally:
-        with psycopg.connect(pg_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _open(url: str, record: bool) -> Registry:

@@ -27,11 +27,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 import tooldb  # noqa: E402
+from _support import temporary_database  # noqa: E402
 from tooldb import Registry, Settings  # noqa: E402
 
 DAY = 86_400.0
@@ -68,33 +66,14 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: list[dict[str, Any]] = []
     for backend in backends:
-        with _database(backend, args.pg_url) as url:
+        with temporary_database(backend, args.pg_url) as url:
             rows.append(_bench(backend, url, args.calls, args.tools, args.repeat))
     _print_table(rows, args.calls)
     if args.simulation:
         for backend in backends:
-            with _database(backend, args.pg_url) as url:
+            with temporary_database(backend, args.pg_url) as url:
                 _simulation(backend, url)
     return 0
-
-
-@contextmanager
-def _database(backend: str, pg_url: str) -> Iterator[str]:
-    """A fresh registry URL on the backend, removed afterwards."""
-    if backend == "sqlite":
-        with tempfile.TemporaryDirectory(prefix="tooldb-bench-") as directory:
-            yield f"sqlite:///{Path(directory) / 'registry.db'}"
-        return
-    import psycopg
-
-    name = f"tooldb_bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{pg_url.rsplit('/', 1)[0]}/{name}"
-    finally:
-        with psycopg.connect(pg_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _bench(backend: str, url: str, calls: int, tools: int, repeat: int) -> dict[str, Any]:
