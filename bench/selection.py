@@ -11,6 +11,7 @@ beside them.
     .venv/bin/python bench/selection.py                       # every data set
     .venv/bin/python bench/selection.py --datasets toolbench bfcl --max-queries 500
     .venv/bin/python bench/selection.py --embedder hash       # no model: a quick run
+    .venv/bin/python bench/selection.py --scale               # speed at 1k/10k/100k tools
 
 Queries are embedded in batches up front (the same embedder), so the run measures
 ranking, not per-query model latency (that is --scale's job).
@@ -38,6 +39,9 @@ from tooldb import Settings  # noqa: E402
 from tooldb.errors import DefinitionError  # noqa: E402
 from tooldb.manifests import spec_from_mapping  # noqa: E402
 from tooldb.selection import Filters, Selector, Weights  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+import selection_scale  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 DATASETS = [
@@ -192,7 +196,12 @@ def main() -> None:
     parser.add_argument("--lexical-min", type=float, default=None)
     parser.add_argument("--lexical-max", type=float, default=None)
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--scale", action="store_true", help="speed at scale instead")
+    selection_scale.add_arguments(parser)
     args = parser.parse_args()
+    if args.scale:
+        selection_scale.run(args)
+        return
     overrides = {"embedder": args.embedder, "record_decisions": False, "record_calls": False}
     if args.lexical_min is not None:
         overrides["select_lexical_weight_min"] = args.lexical_min

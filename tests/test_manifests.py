@@ -376,3 +376,29 @@ def test_hostile_arguments_reach_a_manifest_tool_verbatim(
         result = registry.call("echo", {"text": text})
         assert result.success and result.data == text
     assert len(registry.list()) == 1
+
+
+def test_bulk_import_reports_each_stage(sqlite_url: str, tmp_path: Path) -> None:
+    registry = tooldb.open(sqlite_url, settings=tooldb.Settings(embedder="hash", url=sqlite_url))
+    path = tmp_path / "big.jsonl"
+    lines = [
+        json.dumps({"name": f"tool_{i}", "description": f"Tool number {i} of the batch.",
+                    "target": "tests.sample_tools:echo"})
+        for i in range(2_500)
+    ]  # fmt: skip
+    path.write_text("\n".join(lines), encoding="utf-8")
+    seen: list[tuple[str, int, int | None]] = []
+
+    def report(done: int, total: int | None, stage: str = "embedding") -> None:
+        seen.append((stage, done, total))
+
+    outcomes = registry.add_manifest(path, progress=report)
+    assert len(outcomes) == 2_500 and {o.status for o in outcomes} == {"created"}
+    stages = list(dict.fromkeys(stage for stage, _, _ in seen))
+    assert stages == ["reading", "writing", "embedding"]
+    for stage in stages:
+        done = [d for s, d, _ in seen if s == stage]
+        assert done == sorted(done) and done[-1] == 2_500, (stage, done)
+        assert {t for s, _, t in seen if s == stage} == {2_500}
+    assert registry.select("tool number 1234", k=1).names == ["tool_1234"]
+    registry.close()

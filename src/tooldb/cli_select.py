@@ -9,7 +9,13 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
 
 from .cli import JsonOpt, _out, _print_json, _registry, _table, _text, app
 from .embedders import local_available, resolve_name
@@ -19,17 +25,22 @@ from .stores.migrate import HEAD
 
 @contextmanager
 def embedding_progress(quiet: bool) -> Iterator[ProgressCallback | None]:
-    """A progress bar on stderr for bulk embedding (none with --json or off a terminal)."""
+    """A progress bar on stderr for bulk work, one stage after another (reading a manifest,
+    writing tools, embedding); none with --json or off a terminal."""
     if quiet or not sys.stderr.isatty():
         yield None
         return
     bar = Progress(
-        "embedding", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=Console(stderr=True), transient=True,
+        TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(),
+        TimeRemainingColumn(), console=Console(stderr=True), transient=True,
     )  # fmt: skip
-    task = bar.add_task("embed", total=None)
+    task = bar.add_task("embedding", total=None)
+
+    def report(done: int, total: int | None, stage: str = "embedding") -> None:
+        bar.update(task, completed=done, total=total, description=stage)
+
     with bar:
-        yield lambda done, total: bar.update(task, completed=done, total=total)
+        yield report
 
 
 @app.command()

@@ -8,15 +8,15 @@ them by words meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from .embedders import Embedder
 from .stores import Store
+from .types import Progress
 
-#: (done, total) after each batch; total is None when not known up front.
-Progress = Callable[[int, int | None], None]
+__all__ = ["BATCH", "Progress", "embed_pending"]
+
+
 BATCH = 256
 
 

@@ -9,7 +9,7 @@ position, so a manifest loads whole or not at all.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sized
 from pathlib import Path
 from typing import Any
 
@@ -18,27 +18,33 @@ from pydantic import ValidationError
 
 from .binding import json_type_name, normalize_parameters
 from .errors import DefinitionError, UsageError
-from .types import ToolSpec
+from .types import Progress, ToolSpec
 
 MAX_REPORTED = 20
+PROGRESS_EVERY = 1000
 KNOWN_FIELDS = [*ToolSpec.model_fields, "timeout"]
 
 
-def read_manifest(path: str | Path) -> list[ToolSpec]:
+def read_manifest(path: str | Path, *, progress: Progress | None = None) -> list[ToolSpec]:
     """Parse and validate a manifest file into specs (no registration)."""
     file = Path(path)
     if not file.is_file():
         raise UsageError(f"manifest {file} does not exist or is not a file")
     entries = list(_entries(file))
-    return specs_from_entries(entries, source=str(file))
+    return specs_from_entries(entries, source=str(file), progress=progress)
 
 
-def specs_from_entries(entries: Iterable[tuple[str, Any]], source: str) -> list[ToolSpec]:
+def specs_from_entries(
+    entries: Iterable[tuple[str, Any]], source: str, *, progress: Progress | None = None
+) -> list[ToolSpec]:
     """Validate (position, entry) pairs; raise one DefinitionError listing every problem."""
     specs: list[ToolSpec] = []
     problems: list[str] = []
     seen: dict[str, str] = {}
-    for where, entry in entries:
+    total = len(entries) if isinstance(entries, Sized) else None
+    for done, (where, entry) in enumerate(entries, start=1):
+        if progress is not None and (done % PROGRESS_EVERY == 0 or done == total):
+            progress(done, total, "reading")
         try:
             spec = spec_from_mapping(entry)
         except DefinitionError as exc:

@@ -143,7 +143,7 @@ class Registry(Catalog):
         self, path: str | Path, *, progress: Progress | None = None
     ) -> list[PutOutcome]:
         """Register every tool of a YAML/JSON/JSONL manifest, all or none."""
-        return self.register(read_manifest(path), progress=progress)
+        return self.register(read_manifest(path, progress=progress), progress=progress)
 
     def add_openapi(
         self,
@@ -212,7 +212,8 @@ class Registry(Catalog):
         ``embed`` succeeds; ``embedding_error`` says why)."""
         for spec in specs:
             executor_for(self.executors, spec.kind).check(spec)
-        outcomes = self.store.put_tools(self.tenant, specs, [tool_document(s) for s in specs])
+        documents = [tool_document(s) for s in specs]
+        outcomes = self.store.put_tools(self.tenant, specs, documents, progress=progress)
         if embed:
             changed = sum(1 for outcome in outcomes if outcome.status != "unchanged")
             try:
@@ -271,7 +272,10 @@ class Registry(Catalog):
             dim = embedder.dim if embedder is not None else 0
             if embedder is not None and not dim:  # learned on first use (remote embedders)
                 dim = int(embedder.embed(["dimension probe"]).shape[1])
-            index = ToolIndex(self.store, self.tenant, embedder.id if embedder else None, dim)
+            ann_min = self.settings.select_ann_min_tools or None
+            index = ToolIndex(
+                self.store, self.tenant, embedder.id if embedder else None, dim, ann_min
+            )
             self._selector = Selector(index, embedder, Weights.from_settings(self.settings))
         return self._selector
 

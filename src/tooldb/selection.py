@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from .embedders import Embedder
 from .errors import UsageError
+from .retrieval import EXACT_SUBSET_MAX, approximate_pool, exact_pool
 from .settings import Settings
 from .stores.search_rows import LiveStats
 from .tool_index import ToolIndex
@@ -82,29 +83,8 @@ def check_request(task: Any, k: Any) -> str:
     return task.strip()[:MAX_TASK_CHARS]
 
 
-def pool(
-    scores: npt.NDArray[np.float32], allowed: npt.NDArray[np.bool_], size: int
-) -> npt.NDArray[np.int64]:
-    """Slots of the ``size`` best positive scores among the allowed slots."""
-    masked = np.where(allowed, scores, -np.inf)
-    top = np.argpartition(-masked, size)[:size] if size < len(masked) else np.arange(len(masked))
-    return top[np.isfinite(masked[top])].astype(np.int64)
-
-
-#: Smallest spreads a z-score divides by: in a registry of a few near-identical tools the
-#: spread is near zero, and dividing by it would turn a hair's difference into a full one.
-MIN_DENSE_SPREAD = 0.02  # cosine units
-MIN_LEXICAL_SPREAD = 0.05  # times the best BM25 score
 #: Relevance is 1 for the best tool and 1/e this many z units below it.
 Z_SPAN = 4.0
-
-
-def _zscore(
-    scores: npt.NDArray[np.float32], allowed: npt.NDArray[np.bool_], min_spread: float
-) -> npt.NDArray[np.float32]:
-    values = scores[allowed]
-    spread = float(values.std()) if len(values) > 1 else 0.0
-    return ((scores - float(values.mean())) / max(spread, min_spread, 1e-6)).astype(np.float32)
 
 
 def _scaled(fused: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -141,22 +121,6 @@ class Ranker:
         )
         return w.lexical_min + (w.lexical_max - w.lexical_min) * rise
 
-    def blend(
-        self,
-        dense: npt.NDArray[np.float32] | None,
-        lexical: npt.NDArray[np.float32],
-        allowed: npt.NDArray[np.bool_],
-        coverage: float,
-    ) -> npt.NDArray[np.float32]:
-        """The fused score of every slot (only allowed slots are meaningful)."""
-        top = float(lexical[allowed].max()) if allowed.any() else 0.0
-        lexical_z = _zscore(lexical, allowed, MIN_LEXICAL_SPREAD * top)
-        if dense is None:
-            return lexical_z
-        share = self.lexical_share(coverage)
-        dense_z = _zscore(dense, allowed, MIN_DENSE_SPREAD)
-        return ((1.0 - share) * dense_z + share * lexical_z).astype(np.float32)
-
     def final(self, relevance: float, success: float, latency: float) -> float:
         return (
             relevance
@@ -168,10 +132,20 @@ class Ranker:
 class Selector:
     """Selection over one tenant's index; shared by every ``select`` of a registry."""
 
-    def __init__(self, index: ToolIndex, embedder: Embedder | None, weights: Weights) -> None:
+    def __init__(
+        self,
+        index: ToolIndex,
+        embedder: Embedder | None,
+        weights: Weights,
+        *,
+        exact: bool = False,
+    ) -> None:
         self.index = index
         self.embedder = embedder
         self.ranker = Ranker(weights)
+        #: Score every allowed tool even when the index has an HNSW graph (the reference
+        #: the approximate path is measured against).
+        self.exact = exact
 
     def select(self, task: str, k: int, filters: Filters, query_vector: Any = None) -> Selection:
         started = time.perf_counter()
@@ -188,24 +162,34 @@ class Selector:
                     task=task, candidates=[], notes=notes, embedder=self._embedder_id()
                 )
             matched = index.lexical.match(task, size)
-            lexical_all = matched.scores
-            dense_all = None
+            query = None
             if self.embedder is not None and index.dense.present[:size].any():
-                if query_vector is None:
-                    query_vector = self.embedder.embed([task])[0]
-                dense_all = index.dense.scores(query_vector, size)
-            best_lexical = int(np.argmax(np.where(allowed, lexical_all, -np.inf)))
-            coverage = matched.coverage(best_lexical) if lexical_all[best_lexical] > 0 else 0.0
-            fused = self.ranker.blend(dense_all, lexical_all, allowed, coverage)
-            slots = pool(fused, allowed, max(POOL_MIN, POOL_FACTOR * k))
+                query = self.embedder.embed([task])[0] if query_vector is None else query_vector
+            hits = np.flatnonzero(matched.scores)
+            hits = hits[allowed[hits]].astype(np.int64)
+            best = int(hits[np.argmax(matched.scores[hits])]) if len(hits) else None
+            share = self.ranker.lexical_share(matched.coverage(best) if best is not None else 0.0)
+            pool_size = max(POOL_MIN, POOL_FACTOR * k)
+            allowed_count = int(np.count_nonzero(allowed))
+            if (
+                query is not None
+                and index.dense.approximate
+                and not self.exact
+                and allowed_count > EXACT_SUBSET_MAX
+            ):
+                found = approximate_pool(
+                    index, matched.scores, hits, query, allowed, allowed_count, share,
+                    pool_size,
+                )  # fmt: skip
+            else:
+                found = exact_pool(index, matched.scores, query, allowed, share, pool_size)
+            slots = found.slots
             ids = [index.slots.ids[s] for s in slots]
             meta = [
                 (index.slots.names[s], index.slots.category(s), index.slots.kind(s)) for s in slots
             ]
         stats = index.store.live_stats(index.tenant, ids)
-        dense = dense_all[slots] if dense_all is not None else None
-        lexical = lexical_all[slots]
-        pooled = fused[slots]
+        dense, lexical, pooled = found.dense, found.lexical, found.fused
         relevance = _scaled(pooled)
         lives = [stats.get(tool_id) for tool_id in ids]
         success = [self.ranker.success(live) for live in lives]

@@ -63,6 +63,9 @@ class Settings:
     select_prior_success: float = 0.9
     #: A tool this slow (average ms) gets half the latency score.
     select_latency_ref_ms: float = 1000.0
+    #: Past this many embedded tools a tenant's dense search goes through an HNSW graph
+    #: (needs tooldb[ann]); 0 keeps it exact at any size.
+    select_ann_min_tools: int = 20_000
     record_decisions: bool = True
     #: Agents: ``provider:model`` (empty = no model: ``tooldb run`` uses the router),
     #: the server's base URL (OpenAI-compatible providers), the env var holding the key.
@@ -169,6 +172,7 @@ _FRACTIONS = (
 _NOT_NEGATIVE = (
     "ooda_low_success_min_calls", "ooda_degrade_min_calls", "ooda_slow_min_calls",
     "ooda_never_used_after_s", "ooda_alternatives", "ooda_disable_min_calls", "ooda_lock_wait_s",
+    "select_ann_min_tools",
 )  # fmt: skip
 
 
@@ -246,6 +250,7 @@ _ENV_KEYS = {
     "TOOLDB_EMBEDDER": "embedder",
     "TOOLDB_EMBEDDER_URL": "embedder_url",
     "TOOLDB_RECORD_DECISIONS": "record_decisions",
+    "TOOLDB_SELECT_ANN_MIN_TOOLS": "select_ann_min_tools",
     "TOOLDB_MAX_PARALLEL_CALLS": "max_parallel_calls",
     "TOOLDB_MAX_PARALLEL_PER_TOOL": "max_parallel_per_tool",
     "TOOLDB_HTTP_ALLOWED_HOSTS": "http_allowed_hosts",

@@ -1,9 +1,9 @@
 """A tenant's tools mirrored in memory for selection, kept current from the store.
 
 Each ``refresh`` reads one row (the tenant's generation). When it moved, only the
-tools changed since are reloaded; a removal, or too many dead slots, triggers a
-full reload. A changed tool gets a fresh slot (its old one dies) so the lexical
-postings never need rewriting.
+tools changed since are reloaded; a removal reads the tenant's tool ids and kills
+the slots of those gone; too many dead slots trigger a full reload. A changed tool
+gets a fresh slot (its old one dies) so the lexical postings never need rewriting.
 """
 
 from __future__ import annotations
@@ -79,11 +79,19 @@ def _grown(array: Any, capacity: int) -> Any:
 class ToolIndex:
     """Lexical and dense indexes over one tenant's tools, for one embedder."""
 
-    def __init__(self, store: Store, tenant: str, embedder_id: str | None, dim: int) -> None:
+    def __init__(
+        self,
+        store: Store,
+        tenant: str,
+        embedder_id: str | None,
+        dim: int,
+        ann_min: int | None = None,
+    ) -> None:
         self.store = store
         self.tenant = tenant
         self.embedder_id = embedder_id
         self.dim = dim
+        self.ann_min = ann_min
         self.lock = threading.RLock()
         self._seen: TenantState | None = None
         self._reset()
@@ -91,7 +99,8 @@ class ToolIndex:
     def _reset(self) -> None:
         self.slots = Slots()
         self.lexical = BM25Index()
-        self.dense = DenseIndex(self.dim)
+        self.dense = DenseIndex(self.dim, self.ann_min)
+        self._sample_order = np.zeros(0, dtype=np.int64)
         self.slot_of: dict[int, int] = {}
         self.by_name: dict[str, int] = {}
         self.dead = 0
@@ -107,16 +116,21 @@ class ToolIndex:
             if state == self._seen:
                 return False
             seen = self._seen
-            full = seen is None or state.removals != seen.removals
-            if self.dead > COMPACT_DEAD_FRACTION * max(self.size, 1000):
-                full = True
-            since = -1 if full or seen is None else seen.generation
+            full = seen is None or self.dead > COMPACT_DEAD_FRACTION * max(self.size, 1000)
             if full:
                 self._reset()
+            elif seen is not None and state.removals != seen.removals:
+                self._drop_removed(set(self.store.tool_ids(self.tenant)))
+            since = -1 if full or seen is None else seen.generation
             for row in self.store.index_rows(self.tenant, since):
                 self._put(row)
+            self.dense.sync(self.size)
             self._seen = state
             return True
+
+    def _drop_removed(self, present: set[int]) -> None:
+        for tool_id in [tool_id for tool_id in self.slot_of if tool_id not in present]:
+            self._kill(self.slot_of.pop(tool_id))
 
     def _put(self, row: IndexRow) -> None:
         old = self.slot_of.pop(row.id, None)
@@ -193,3 +207,21 @@ class ToolIndex:
             keep[np.asarray(chosen, dtype=np.int64)] = True
             mask &= keep
         return mask
+
+    def sample(self, allowed: npt.NDArray[np.bool_], count: int) -> npt.NDArray[np.int64]:
+        """Up to ``count`` allowed slots drawn at random (the same draw while the index
+        holds about as many slots): what statistics over the allowed tools are estimated on."""
+        size = self.size
+        if len(self._sample_order) < size * 0.9 or len(self._sample_order) > size:
+            self._sample_order = np.random.default_rng(size).permutation(size).astype(np.int64)
+        order = self._sample_order
+        taken = 0
+        chunks: list[npt.NDArray[np.int64]] = []
+        start, step = 0, 2 * count
+        while taken < count and start < len(order):
+            chunk = order[start : start + step]
+            chunk = chunk[allowed[chunk]]
+            chunks.append(chunk)
+            taken += len(chunk)
+            start, step = start + step, step * 2
+        return np.concatenate(chunks)[:count] if chunks else order[:0]

@@ -12,7 +12,7 @@ import json
 import unicodedata
 from collections.abc import Iterator
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -457,3 +457,11 @@ class AgentSpec(BaseModel):
     def content_hash(self) -> str:
         canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class Progress(Protocol):
+    """Told (done, total, stage) as a bulk job advances; ``total`` is None when not known
+    up front. Stages, in order: ``reading`` (manifest entries validated), ``writing`` (new
+    tools written), ``embedding`` (vectors stored)."""
+
+    def __call__(self, done: int, total: int | None, stage: str = "embedding") -> None: ...

@@ -6,6 +6,7 @@ for installations without the ``local`` extra, never a quality choice.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 
@@ -25,8 +26,7 @@ class HashEmbedder:
         matrix = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             for feature, weight in self._features(text[:100_000]):
-                digest = hashlib.blake2b(feature.encode("utf-8", "surrogatepass"), digest_size=8)
-                value = int.from_bytes(digest.digest(), "little")
+                value = _feature_hash(feature)
                 sign = 1.0 if value & 1 else -1.0
                 matrix[row, (value >> 1) % self.dim] += sign * weight
         return normalise(matrix)
@@ -39,3 +39,10 @@ class HashEmbedder:
             padded = f"#{word}#"
             features.extend((f"c:{padded[i : i + 3]}", 0.3) for i in range(len(padded) - 2))
         return features
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _feature_hash(feature: str) -> int:
+    """Words and trigrams repeat across tools: hash each once (same values as ever)."""
+    digest = hashlib.blake2b(feature.encode("utf-8", "surrogatepass"), digest_size=8)
+    return int.from_bytes(digest.digest(), "little")

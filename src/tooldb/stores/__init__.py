@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from ..errors import UsageError
-from ..types import CallRecord, RunRecord, ToolRecord, ToolSpec, ToolVersion
+from ..types import CallRecord, Progress, RunRecord, ToolRecord, ToolSpec, ToolVersion
 from .agent_rows import MessageRow
 from .ooda_rows import CallLogScan
 from .search_rows import IndexRow, LiveStats, TenantState
@@ -47,7 +47,12 @@ class Store(Protocol):
         include_disabled: bool = False,
     ) -> list[ToolRecord]: ...
     def put_tools(
-        self, tenant: str, specs: Sequence[ToolSpec], documents: Sequence[str] | None = None
+        self,
+        tenant: str,
+        specs: Sequence[ToolSpec],
+        documents: Sequence[str] | None = None,
+        *,
+        progress: Progress | None = None,
     ) -> list[PutOutcome]: ...
     def set_enabled(self, tenant: str, name: str, enabled: bool) -> bool: ...
     def remove_tool(self, tenant: str, name: str) -> bool: ...
@@ -66,6 +71,7 @@ class Store(Protocol):
     # selection (stores/search_rows.py)
     def tenants(self) -> list[str]: ...
     def tenant_state(self, tenant: str) -> TenantState: ...
+    def tool_ids(self, tenant: str) -> list[int]: ...
     def index_rows(self, tenant: str, since: int = -1) -> Iterator[IndexRow]: ...
     def live_stats(self, tenant: str, ids: Sequence[int]) -> dict[int, LiveStats]: ...
     def pending_embeddings(

@@ -186,6 +186,12 @@ class SearchRows:
         rows = self._fetch_prebuilt(self._search_sql["tenant_state"], {"tenant": tenant})
         return TenantState(int(rows[0][0]), int(rows[0][1])) if rows else TenantState(0, 0)
 
+    def tool_ids(self, tenant: str) -> list[int]:
+        """Every tool id of the tenant: what an index needs to drop the removed ones."""
+        query = sa.select(tools.c.id).where(tools.c.tenant == tenant)
+        with self._guard(), self._reader.connect() as conn:
+            return [int(row[0]) for row in conn.execute(query)]
+
     def index_rows(self, tenant: str, since: int = -1) -> Iterator[IndexRow]:
         """Tools (enabled or not) changed after generation ``since``, with text and vector."""
         query = (
@@ -266,27 +272,43 @@ class SearchRows:
         if not vectors:
             return 0
         now = time.time()
-        stored: list[int] = []
         with self._guard(), self.engine.begin() as conn:
-            for tool_id, text, vector in vectors:
-                result = conn.execute(
-                    tool_search.update()
-                    .where(
-                        tool_search.c.tool_id == tool_id,
-                        tool_search.c.text_hash == text_hash(text),
-                    )
-                    .values(embedder=embedder, dim=dim, vector=vector, embedded_at=now)
+            # One read of the current texts (rows locked on PostgreSQL; SQLite holds the
+            # write lock already) and one executemany, instead of an UPDATE per tool.
+            current: dict[int, str] = {}
+            ids = [tool_id for tool_id, _, _ in vectors]
+            for start in range(0, len(ids), 500):
+                query = (
+                    sa.select(tool_search.c.tool_id, tool_search.c.text_hash)
+                    .where(tool_search.c.tool_id.in_(ids[start : start + 500]))
+                    .with_for_update()
                 )
-                if result.rowcount:
-                    stored.append(tool_id)
-            if stored:
-                generation = bump_generation(conn, tenant)
+                current.update((int(row[0]), row[1]) for row in conn.execute(query))
+            rows = [
+                {"b_id": tool_id, "b_vector": vector}
+                for tool_id, text, vector in vectors
+                if current.get(tool_id) == text_hash(text)
+            ]
+            if rows:
                 conn.execute(
-                    tools.update()
-                    .where(tools.c.tenant == tenant, tools.c.id.in_(stored))
-                    .values(change_seq=generation)
+                    tool_search.update()
+                    .where(tool_search.c.tool_id == sa.bindparam("b_id"))
+                    .values(
+                        embedder=embedder, dim=dim, vector=sa.bindparam("b_vector"), embedded_at=now
+                    ),
+                    rows,
                 )
-        return len(stored)
+                stored = [row["b_id"] for row in rows]
+                generation = bump_generation(conn, tenant)
+                for start in range(0, len(stored), 500):
+                    conn.execute(
+                        tools.update()
+                        .where(
+                            tools.c.tenant == tenant, tools.c.id.in_(stored[start : start + 500])
+                        )
+                        .values(change_seq=generation)
+                    )
+        return len(rows)
 
     def reset_documents(self, tenant: str, documents: Sequence[tuple[int, str]]) -> int:
         """Rewrite search texts (after the document recipe changed); returns how many changed."""

@@ -1,0 +1,154 @@
+"""The pool a selection ranks: the allowed tools whose blended relevance is highest.
+
+Relevance blends a dense score (cosine of task and tool vectors) and a BM25 score,
+each turned into a z-score over the tools the selection may return, so neither
+dominates by its units. Two ways to the same pool:
+
+- ``exact_pool`` scores every allowed tool: registries below the HNSW threshold, and
+  filtered selections that leave few tools (then only those are scored).
+- ``approximate_pool`` (past the threshold): dense candidates from the HNSW graph,
+  lexical candidates from the query terms' postings (every tool sharing a word is
+  known exactly), their union rescored exactly. The z-score statistics: lexical ones
+  exact from the postings (a tool without a query word scores 0), dense ones
+  estimated on a fixed random sample of the allowed tools. ``bench/selection.py
+  --scale`` measures how often its top 10 differs from the exact pool's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from .tool_index import ToolIndex
+
+Floats = npt.NDArray[np.float32]
+Slots = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+
+#: Smallest spreads a z-score divides by: in a registry of a few near-identical tools the
+#: spread is near zero, and dividing by it would turn a hair's difference into a full one.
+MIN_DENSE_SPREAD = 0.02  # cosine units
+MIN_LEXICAL_SPREAD = 0.05  # times the best BM25 score
+#: Past the HNSW threshold, a filter that leaves at most this many tools is served exactly.
+EXACT_SUBSET_MAX = 5_000
+#: Tools on which the dense mean and spread are estimated (standard error ~2% of the spread).
+DENSE_SAMPLE = 2_048
+#: Each retriever contributes this many candidates per pooled tool to the union.
+CANDIDATES_PER_POOLED = 2
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Mean and spread of a score over the allowed tools: what a z-score needs."""
+
+    mean: float
+    spread: float
+
+    @classmethod
+    def of(cls, values: Floats, min_spread: float) -> Spread:
+        spread = float(values.std()) if len(values) > 1 else 0.0
+        mean = float(values.mean()) if len(values) else 0.0
+        return cls(mean, max(spread, min_spread, 1e-6))
+
+    @classmethod
+    def sparse(cls, nonzero: Floats, count: int, min_spread: float) -> Spread:
+        """From the nonzero values of ``count`` scores (the rest being 0)."""
+        if count <= 1:
+            return cls(float(nonzero.sum()), max(min_spread, 1e-6))
+        total = float(nonzero.sum(dtype=np.float64))
+        squares = float(np.square(nonzero, dtype=np.float64).sum())
+        mean = total / count
+        variance = max(squares / count - mean * mean, 0.0)
+        return cls(mean, max(variance**0.5, min_spread, 1e-6))
+
+    def z(self, scores: Floats) -> Floats:
+        return ((scores - self.mean) / self.spread).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The pooled slots with their raw and fused scores (parallel arrays)."""
+
+    slots: Slots
+    dense: Floats | None
+    lexical: Floats
+    fused: Floats
+
+
+def blend(
+    dense: Floats | None,
+    lexical: Floats,
+    dense_spread: Spread | None,
+    lexical_spread: Spread,
+    share: float,
+) -> Floats:
+    """z-scores mixed with the task's lexical ``share`` (lexical only without vectors)."""
+    lexical_z = lexical_spread.z(lexical)
+    if dense is None or dense_spread is None:
+        return lexical_z
+    return ((1.0 - share) * dense_spread.z(dense) + share * lexical_z).astype(np.float32)
+
+
+def top(scores: Floats, size: int) -> Slots:
+    """Positions of the ``size`` best scores (unordered)."""
+    if size >= len(scores):
+        return np.arange(len(scores), dtype=np.int64)
+    return np.argpartition(-scores, size)[:size].astype(np.int64)
+
+
+def exact_pool(
+    index: ToolIndex,
+    lexical_all: Floats,
+    query: Floats | None,
+    allowed: Mask,
+    share: float,
+    size: int,
+) -> Pool:
+    """Score every allowed tool. With the graph built (a large registry) only the allowed
+    slots are scored, from the float16 matrix; otherwise the whole float32 matrix at once."""
+    subset = np.flatnonzero(allowed).astype(np.int64)
+    lexical = lexical_all[subset]
+    dense = None
+    if query is not None:
+        dense = (
+            index.dense.scores_for(query, subset)
+            if index.dense.approximate
+            else index.dense.scores(query, index.size)[subset]
+        )
+    best_lexical = float(lexical.max()) if len(lexical) else 0.0
+    lexical_spread = Spread.of(lexical, MIN_LEXICAL_SPREAD * best_lexical)
+    dense_spread = Spread.of(dense, MIN_DENSE_SPREAD) if dense is not None else None
+    fused = blend(dense, lexical, dense_spread, lexical_spread, share)
+    chosen = top(fused, size)
+    return Pool(
+        subset[chosen], dense[chosen] if dense is not None else None, lexical[chosen], fused[chosen]
+    )
+
+
+def approximate_pool(
+    index: ToolIndex,
+    lexical_all: Floats,
+    lexical_hits: Slots,
+    query: Floats,
+    allowed: Mask,
+    allowed_count: int,
+    share: float,
+    size: int,
+) -> Pool:
+    """Candidates from the graph and from the postings, rescored exactly; see the module."""
+    per_side = max(CANDIDATES_PER_POOLED * size, 100)
+    dense_side = index.dense.nearest(query, per_side, allowed)
+    hit_scores = lexical_all[lexical_hits]
+    lexical_side = lexical_hits[top(hit_scores, per_side)]
+    candidates = np.union1d(dense_side, lexical_side).astype(np.int64)
+    dense = index.dense.scores_for(query, candidates)
+    lexical = lexical_all[candidates]
+    best_lexical = float(hit_scores.max()) if len(hit_scores) else 0.0
+    lexical_spread = Spread.sparse(hit_scores, allowed_count, MIN_LEXICAL_SPREAD * best_lexical)
+    sample = index.sample(allowed, DENSE_SAMPLE)
+    dense_spread = Spread.of(index.dense.scores_for(query, sample), MIN_DENSE_SPREAD)
+    fused = blend(dense, lexical, dense_spread, lexical_spread, share)
+    chosen = top(fused, size)
+    return Pool(candidates[chosen], dense[chosen], lexical[chosen], fused[chosen])

@@ -1,0 +1,141 @@
+"""Selection past the HNSW threshold: the approximate path agrees with exact scoring,
+honours filters, and follows additions, removals and disabled tools without a rebuild."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import tooldb
+from tooldb import Registry, Settings
+from tooldb.manifests import spec_from_mapping
+from tooldb.selection import Filters, Selector, Weights
+from tooldb.types import ToolSpec
+
+pytest.importorskip("faiss")
+
+_VOCABULARY = (
+    "weather forecast city rain wind temperature currency convert money rate invoice "
+    "email send message subject flight airport search booking hotel room translate text "
+    "language document summary image resize crop photo video audio transcribe calendar "
+    "meeting schedule reminder stock price market portfolio database query table backup "
+    "file upload download archive compress user account password reset ticket issue bug"
+)
+WORDS = _VOCABULARY.split()
+CATEGORIES = ("travel", "finance", "office", "media", "data")
+TOOLS = 2_500
+ANN_MIN = 1_000
+
+
+def _tools(count: int, seed: int = 3) -> list[ToolSpec]:
+    rng = random.Random(seed)
+    specs = []
+    for i in range(count):
+        words = rng.sample(WORDS, 6)
+        specs.append(
+            spec_from_mapping(
+                {
+                    "name": f"{words[0]}_{words[1]}_{i}",
+                    "description": " ".join(words) + f" tool number {i}.",
+                    "category": CATEGORIES[i % len(CATEGORIES)],
+                    "target": "tests.sample_tools:echo",
+                }
+            )
+        )
+    return specs
+
+
+TASKS = [" ".join(random.Random(n).sample(WORDS, 3 + n % 4)) for n in range(40)] + [
+    "please find me a cheap hotel room near the airport",
+    "turn this invoice into euros",
+]
+
+
+@pytest.fixture
+def large(store_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Registry]:
+    # Serve unfiltered selections approximately even at this size (the default switch to
+    # exact scoring of a filtered subset is 5,000 tools).
+    monkeypatch.setattr("tooldb.selection.EXACT_SUBSET_MAX", 300)
+    settings = Settings(embedder="hash", url=store_url, select_ann_min_tools=ANN_MIN)
+    with tooldb.open(store_url, settings=settings) as registry:
+        registry.register(_tools(TOOLS))
+        yield registry
+
+
+def _exact(registry: Registry) -> Selector:
+    index = registry.selector.index
+    return Selector(index, registry.embedder, Weights.from_settings(registry.settings), exact=True)
+
+
+def test_the_graph_is_built_past_the_threshold_and_agrees_with_exact_scoring(
+    large: Registry,
+) -> None:
+    large.select("warm up", k=1)
+    dense = large.selector.index.dense
+    assert dense.approximate and dense.method.startswith("hnsw")
+    exact = _exact(large)
+    overlaps, firsts = [], []
+    for task in TASKS:
+        fast = large.select(task, k=10, record=False)
+        slow = exact.select(task, 10, Filters())
+        overlaps.append(len(set(fast.names) & set(slow.names)) / 10)
+        firsts.append(fast.names[0] == slow.names[0])
+        by_name = {c.name: c for c in slow.candidates}
+        for candidate in fast.candidates:  # the same tool gets the same raw scores
+            if candidate.name in by_name:
+                assert candidate.lexical == pytest.approx(by_name[candidate.name].lexical)
+                assert candidate.dense == pytest.approx(by_name[candidate.name].dense, abs=2e-3)
+    assert np.mean(overlaps) >= 0.9, overlaps
+    assert np.mean(firsts) >= 0.9, firsts
+
+
+def test_filters_past_the_threshold(large: Registry) -> None:
+    exact = _exact(large)
+    for task in TASKS[:10]:
+        found = large.select(task, k=5, category="media", record=False)
+        assert found.candidates and {c.category for c in found.candidates} == {"media"}
+        # A category is a fifth of the registry: over the exact-subset limit set above,
+        # so this went through the graph with the filter applied to what it found.
+        assert found.names[0] == exact.select(task, 5, Filters(category="media")).names[0]
+    names = [spec.name for spec in _tools(TOOLS)[:40]]
+    allowed = large.select(TASKS[0], k=50, names=names, record=False)
+    assert set(allowed.names) <= set(names) and len(allowed.names) == 40
+
+
+def test_additions_removals_and_disabling_need_no_rebuild(large: Registry) -> None:
+    large.select("warm up", k=1)
+    index = large.selector.index
+    dense = index.dense
+    task = "quantum teleportation of pangolin spreadsheets"
+    large.register(
+        [
+            spec_from_mapping(
+                {
+                    "name": "pangolin_teleporter",
+                    "description": "Quantum teleportation of pangolin spreadsheets.",
+                    "target": "tests.sample_tools:echo",
+                }
+            )
+        ]
+    )
+    assert large.select(task, k=1).names == ["pangolin_teleporter"]
+    victim = large.select("weather forecast city rain", k=1).names[0]
+    large.disable(victim)
+    assert victim not in large.select("weather forecast city rain", k=20).names
+    large.remove("pangolin_teleporter")
+    assert "pangolin_teleporter" not in large.select(task, k=20).names
+    assert index.dense is dense, "a removal must not rebuild the graph"
+
+
+def test_removal_through_another_registry_is_seen(large: Registry) -> None:
+    large.select("warm up", k=1)
+    url = large.settings.url
+    other_settings = replace(large.settings)
+    with tooldb.open(url, settings=other_settings) as other:
+        gone = other.select("currency convert money rate", k=1).names[0]
+        other.remove(gone)
+    assert gone not in large.select("currency convert money rate", k=50).names
