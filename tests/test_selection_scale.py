@@ -6,12 +6,13 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tooldb
-from tooldb import Registry, Settings
+from tooldb import Registry, Settings, ann
 from tooldb.manifests import spec_from_mapping
 from tooldb.selection import Filters, Selector, Weights
 from tooldb.types import ToolSpec
@@ -56,7 +57,8 @@ TASKS = [" ".join(random.Random(n).sample(WORDS, 3 + n % 4)) for n in range(40)]
 
 
 @pytest.fixture
-def large(store_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Registry]:
+def large(store_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Registry]:
+    monkeypatch.setenv("TOOLDB_CACHE_DIR", str(tmp_path / "cache"))  # saved graphs go here
     # Serve unfiltered selections approximately even at this size (the default switch to
     # exact scoring of a filtered subset is 5,000 tools).
     monkeypatch.setattr("tooldb.selection.EXACT_SUBSET_MAX", 300)
@@ -139,3 +141,53 @@ def test_removal_through_another_registry_is_seen(large: Registry) -> None:
         gone = other.select("currency convert money rate", k=1).names[0]
         other.remove(gone)
     assert gone not in large.select("currency convert money rate", k=50).names
+
+
+def _appended(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Rows appended to any HNSW graph from now on (a rebuild appends every slot)."""
+    rows: list[int] = []
+    original = ann.HnswIndex.append
+
+    def counting(self: ann.HnswIndex, vectors: np.ndarray) -> None:
+        rows.append(len(vectors))
+        original(self, vectors)
+
+    monkeypatch.setattr(ann.HnswIndex, "append", counting)
+    return rows
+
+
+def _fresh_select(registry: Registry, task: str) -> list[str]:
+    """A select through a new index over the same store: what a new process does."""
+    with tooldb.open(registry.settings.url, settings=registry.settings) as other:
+        return other.select(task, k=5).names
+
+
+def test_a_new_process_loads_the_saved_graph(
+    large: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task = "weather forecast city rain"
+    expected = large.select(task, k=5).names  # builds the graph and saves it
+    rows = _appended(monkeypatch)
+    assert _fresh_select(large, task) == expected
+    assert sum(rows) == 0, "the saved graph covers every slot: nothing to add"
+    large.register([spec_from_mapping({"name": "late_tool", "description": "rain gauge",
+                                       "target": "tests.sample_tools:echo"})])  # fmt: skip
+    _fresh_select(large, task)
+    assert sum(rows) == 1, "only the tool added since is appended"
+
+
+def test_a_changed_tool_or_a_damaged_file_means_a_rebuild(
+    large: Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    task = "weather forecast city rain"
+    large.select(task, k=5)
+    first = large.list()[0]
+    large.register([first.spec.model_copy(update={"description": "now about volcanoes"})])
+    rows = _appended(monkeypatch)
+    _fresh_select(large, task)
+    assert sum(rows) >= TOOLS, "a changed tool invalidates the saved graph"
+    for saved in (tmp_path / "cache" / "graphs").glob("*.hnsw"):
+        saved.write_bytes(saved.read_bytes()[:200] + b"garbage")
+    rows.clear()
+    assert _fresh_select(large, task)
+    assert sum(rows) >= TOOLS

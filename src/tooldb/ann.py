@@ -89,3 +89,19 @@ class HnswIndex:
         codes = self._index.storage.code_size * len(self)
         links = self._index.hnsw.neighbors.size() * 4
         return int(codes + links)
+
+    def to_bytes(self) -> bytes:
+        return bytes(self._faiss.serialize_index(self._index).tobytes())
+
+    @classmethod
+    def from_bytes(cls, data: bytes, dim: int) -> HnswIndex:
+        """A graph written by ``to_bytes``; ValueError if it is not one for ``dim``."""
+        graph = cls(dim)
+        try:
+            index = graph._faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
+        except RuntimeError as exc:
+            raise ValueError(f"not a faiss index: {exc}") from None
+        if int(index.d) != dim:
+            raise ValueError(f"graph of dimension {index.d}, expected {dim}")
+        graph._index = index
+        return graph

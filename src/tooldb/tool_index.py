@@ -8,6 +8,7 @@ gets a fresh slot (its old one dies) so the lexical postings never need rewritin
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .graph_cache import GraphCache
 from .lexical import BM25Index
 from .stores import IndexRow, Store, TenantState
 from .vectors import DenseIndex
@@ -42,6 +44,8 @@ class Slots:
     """Per-slot facts, parallel arrays and lists indexed by slot."""
 
     ids: list[int] = field(default_factory=list)
+    #: The tool's change_seq when loaded: with the id, what a saved graph is checked by.
+    seqs: list[int] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     categories: Codes = field(default_factory=Codes)
     kinds: Codes = field(default_factory=Codes)
@@ -99,11 +103,22 @@ class ToolIndex:
     def _reset(self) -> None:
         self.slots = Slots()
         self.lexical = BM25Index()
-        self.dense = DenseIndex(self.dim, self.ann_min)
+        self.dense = DenseIndex(self.dim, self.ann_min, self._graph_cache())
         self._sample_order = np.zeros(0, dtype=np.int64)
         self.slot_of: dict[int, int] = {}
         self.by_name: dict[str, int] = {}
         self.dead = 0
+
+    def _graph_cache(self) -> GraphCache | None:
+        url = getattr(self.store, "url", None)
+        if self.ann_min is None or self.embedder_id is None or not isinstance(url, str):
+            return None
+        return GraphCache.for_index(url, self.tenant, self.embedder_id, self.fingerprint)
+
+    def fingerprint(self, slots: int) -> str:
+        """What the first ``slots`` slots hold: their tools' ids and change_seqs."""
+        pairs = np.array([self.slots.ids[:slots], self.slots.seqs[:slots]], dtype=np.int64)
+        return hashlib.sha256(pairs.tobytes()).hexdigest()
 
     @property
     def size(self) -> int:
@@ -139,6 +154,7 @@ class ToolIndex:
         slot = self.size
         self.slots.grow(slot + 1)
         self.slots.ids.append(row.id)
+        self.slots.seqs.append(row.change_seq)
         self.slots.names.append(row.name)
         self.slots.category_codes[slot] = self.slots.categories.code(row.category)
         self.slots.kind_codes[slot] = self.slots.kinds.code(row.kind)

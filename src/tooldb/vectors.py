@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import ann
+from .graph_cache import GraphCache
 
 Floats = npt.NDArray[np.float32]
 Slots = npt.NDArray[np.int64]
@@ -24,9 +25,12 @@ EXACT = "exact (numpy inner product)"
 
 
 class DenseIndex:
-    def __init__(self, dim: int, ann_min: int | None = None) -> None:
+    def __init__(
+        self, dim: int, ann_min: int | None = None, cache: GraphCache | None = None
+    ) -> None:
         self.dim = dim
         self.ann_min = ann_min
+        self.cache = cache
         self._matrix: npt.NDArray[np.floating] = np.zeros((0, dim), dtype=np.float32)
         self.present = np.zeros(0, dtype=bool)
         self._ann: ann.HnswIndex | None = None
@@ -35,7 +39,7 @@ class DenseIndex:
     def method(self) -> str:
         if self._ann is not None:
             return self._ann.method
-        if self.ann_min is not None and not ann.available():
+        if self.ann_min is not None and self.count >= self.ann_min and not ann.available():
             return f"{EXACT}; install tooldb[ann] for an HNSW index past {self.ann_min} tools"
         return EXACT
 
@@ -68,15 +72,23 @@ class DenseIndex:
             self.present[slot] = True
 
     def sync(self, size: int) -> None:
-        """After a batch of ``set`` (slots below ``size`` in use): build the graph once past
-        ``ann_min`` vectors, or append the slots added since to it."""
+        """After a batch of ``set`` (slots below ``size`` in use): past ``ann_min`` vectors,
+        load the graph another process saved (or build it), or append the slots added
+        since to it."""
         if self._ann is None:
-            if self.ann_min is not None and self.count >= self.ann_min and ann.available():
-                self._ann = ann.HnswIndex(self.dim)
-                self._append(size)
-                self._matrix = self._matrix.astype(np.float16)
+            if self.ann_min is None or self.count < self.ann_min or not ann.available():
+                return
+            found = self.cache.load(self.dim) if self.cache is not None else None
+            reused = found is not None and found[1] <= size
+            self._ann = found[0] if found is not None and reused else ann.HnswIndex(self.dim)
+            self._append(size)
+            self._matrix = self._matrix.astype(np.float16)
+            if self.cache is not None:
+                self.cache.save(self._ann, force=not reused)
             return
         self._append(size)
+        if self.cache is not None:
+            self.cache.save(self._ann)
 
     def _append(self, size: int) -> None:
         assert self._ann is not None
