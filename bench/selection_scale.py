@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -57,13 +58,22 @@ def tool_texts(count: int) -> list[tuple[str, str]]:
                 name = str(entry.get("name") or entry["id"])
                 real.append((name, (entry.get("description") or "")[:400]))
     rng = random.Random(7)
-    out = [(f"{name}_{i}", text) for i, (name, text) in enumerate(real[:count])]
+    out = [(_safe(f"{name}_{i}"), text) for i, (name, text) in enumerate(real[:count])]
     while len(out) < count:
         (name_a, text_a), (name_b, text_b) = rng.sample(real, 2)
         words_a, words_b = text_a.split(), text_b.split()
         text = " ".join(words_a[: len(words_a) // 2 + 1] + words_b[len(words_b) // 2 :])
-        out.append((f"{name_a}_{name_b.split('.')[-1]}_{len(out)}", text))
+        out.append((_safe(f"{name_a}_{name_b.split('.')[-1]}_{len(out)}"), text))
     return out
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_")[:120]
+
+
+def _numbered(texts: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Unique names whatever the data sets' names collide into."""
+    return [(f"t{i}_{name}"[:128], text) for i, (name, text) in enumerate(texts)]
 
 
 def queries(count: int) -> list[str]:
@@ -138,7 +148,7 @@ def measure(
     specs = [
         spec_from_mapping({"name": name, "description": text, "target": TARGET,
                            "category": CATEGORIES[i % len(CATEGORIES)]})
-        for i, (name, text) in enumerate(tool_texts(size))
+        for i, (name, text) in enumerate(_numbered(tool_texts(size)))
     ]  # fmt: skip
     with _use(tooldb.open(url, settings=settings), cached) as registry:
         started = time.perf_counter()

@@ -86,7 +86,7 @@ class HnswIndex:
         return found[found >= 0].astype(np.int64)
 
     def nbytes(self) -> int:
-        codes = self._index.storage.code_size * len(self)
+        codes = self._faiss.downcast_index(self._index.storage).code_size * len(self)
         links = self._index.hnsw.neighbors.size() * 4
         return int(codes + links)
 
