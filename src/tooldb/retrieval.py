@@ -147,8 +147,7 @@ def approximate_pool(
     lexical = lexical_all[candidates]
     best_lexical = float(hit_scores.max()) if len(hit_scores) else 0.0
     lexical_spread = Spread.sparse(hit_scores, allowed_count, MIN_LEXICAL_SPREAD * best_lexical)
-    sample = index.sample(allowed, DENSE_SAMPLE)
-    dense_spread = Spread.of(index.dense.scores_for(query, sample), MIN_DENSE_SPREAD)
+    dense_spread = Spread.of(index.sample_scores(query, allowed, DENSE_SAMPLE), MIN_DENSE_SPREAD)
     fused = blend(dense, lexical, dense_spread, lexical_spread, share)
     chosen = top(fused, size)
     return Pool(candidates[chosen], dense[chosen], lexical[chosen], fused[chosen])

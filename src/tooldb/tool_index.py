@@ -22,6 +22,11 @@ from .stores import IndexRow, Store, TenantState
 from .vectors import DenseIndex
 
 COMPACT_DEAD_FRACTION = 0.3
+#: The dense statistics' sample is drawn from this many times its size of random slots,
+#: whose vectors are kept as float32; a filter leaving fewer than MIN_SAMPLE of them walks
+#: the whole random order instead.
+SAMPLE_POOL_FACTOR = 2
+MIN_SAMPLE = 256
 
 
 class Codes:
@@ -105,6 +110,8 @@ class ToolIndex:
         self.lexical = BM25Index()
         self.dense = DenseIndex(self.dim, self.ann_min, self._graph_cache())
         self._sample_order = np.zeros(0, dtype=np.int64)
+        self._sample_slots = np.zeros(0, dtype=np.int64)
+        self._sample_rows: npt.NDArray[np.float32] | None = None
         self.slot_of: dict[int, int] = {}
         self.by_name: dict[str, int] = {}
         self.dead = 0
@@ -224,20 +231,22 @@ class ToolIndex:
             mask &= keep
         return mask
 
-    def sample(self, allowed: npt.NDArray[np.bool_], count: int) -> npt.NDArray[np.int64]:
-        """Up to ``count`` allowed slots drawn at random (the same draw while the index
-        holds about as many slots): what statistics over the allowed tools are estimated on."""
+    def sample_scores(
+        self, query: npt.NDArray[np.float32], allowed: npt.NDArray[np.bool_], count: int
+    ) -> npt.NDArray[np.float32]:
+        """Cosines of the query with up to ``count`` allowed tools drawn at random: what the
+        dense mean and spread are estimated on. The draw is fixed while the index holds
+        about as many slots, and its rows are kept as float32 (no per-query conversion)."""
         size = self.size
         if len(self._sample_order) < size * 0.9 or len(self._sample_order) > size:
             self._sample_order = np.random.default_rng(size).permutation(size).astype(np.int64)
-        order = self._sample_order
-        taken = 0
-        chunks: list[npt.NDArray[np.int64]] = []
-        start, step = 0, 2 * count
-        while taken < count and start < len(order):
-            chunk = order[start : start + step]
-            chunk = chunk[allowed[chunk]]
-            chunks.append(chunk)
-            taken += len(chunk)
-            start, step = start + step, step * 2
-        return np.concatenate(chunks)[:count] if chunks else order[:0]
+            self._sample_rows = None
+        if self._sample_rows is None:
+            self._sample_slots = self._sample_order[: SAMPLE_POOL_FACTOR * count]
+            self._sample_rows = self.dense.rows(self._sample_slots)
+        keep = allowed[self._sample_slots]
+        if np.count_nonzero(keep) >= min(count, MIN_SAMPLE):
+            return np.asarray(self._sample_rows @ query, dtype=np.float32)[keep][:count]
+        order = self._sample_order  # a narrow filter: walk the whole draw for enough tools
+        chosen = order[allowed[order]][:count]
+        return self.dense.scores_for(query, chosen)

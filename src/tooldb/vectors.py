@@ -107,6 +107,10 @@ class DenseIndex:
             out[start:stop] = self._matrix[start:stop].astype(np.float32) @ query
         return out
 
+    def rows(self, slots: Slots) -> Floats:
+        """The vectors of ``slots`` as float32 (zero rows where there is none)."""
+        return np.asarray(self._matrix[slots], dtype=np.float32)
+
     def scores_for(self, query: Floats, slots: Slots) -> Floats:
         rows = self._matrix[slots]
         return np.asarray(rows.astype(np.float32, copy=False) @ query, dtype=np.float32)

@@ -81,12 +81,16 @@ def search_statements(dialect: sa.Dialect) -> dict[str, Prebuilt]:
         id_match = tools.c.id.in_(ids.scalar_subquery())
     else:
         id_match = tools.c.id == sa.func.any(sa.bindparam("ids"))
+    # By primary key only, the tenant checked on the rows: with ``tenant = ?`` in the WHERE
+    # clause SQLite drives the query from the tenant index and reads every tool of the
+    # tenant (5 ms at 25,000 tools) instead of the pool's 50.
     live = sa.select(
         tools.c.id,
         _windowed("usage_count"),
         _windowed("success_count"),
         _windowed("total_duration_ms"),
-    ).where(tools.c.tenant == sa.bindparam("tenant"), id_match)
+        tools.c.tenant,
+    ).where(id_match)
     state = sa.select(tenant_state.c.generation, tenant_state.c.removals).where(
         tenant_state.c.tenant == sa.bindparam("tenant")
     )
@@ -230,10 +234,12 @@ class SearchRows:
         if not ids:
             return {}
         wanted: Any = json.dumps(list(ids)) if self.dialect == "sqlite" else list(ids)
-        rows = self._fetch_prebuilt(
-            self._search_sql["live_stats"], {"tenant": tenant, "ids": wanted}
-        )
-        return {int(row[0]): LiveStats(int(row[1]), int(row[2]), float(row[3])) for row in rows}
+        rows = self._fetch_prebuilt(self._search_sql["live_stats"], {"ids": wanted})
+        return {
+            int(row[0]): LiveStats(int(row[1]), int(row[2]), float(row[3]))
+            for row in rows
+            if row[4] == tenant
+        }
 
     def pending_embeddings(
         self, tenant: str, embedder: str, *, after_id: int = 0, limit: int = 256
