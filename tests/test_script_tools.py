@@ -399,7 +399,10 @@ def test_this_machine_enforces_every_layer() -> None:
     found = sandbox.isolation()
     assert found.pid_namespace and found.network_namespace
     assert found.process_limit == (os.geteuid() == 0)
-    assert set(found.summary()) == {"pid_namespace", "network_namespace", "process_limit"}
+    assert found.forkserver and found.summary()["python_launcher"] == "forkserver"
+    assert set(found.summary()) == {
+        "pid_namespace", "network_namespace", "process_limit", "python_launcher"
+    }  # fmt: skip
 
 
 def test_without_namespaces_the_process_group_is_killed_and_a_warning_says_so(

@@ -33,9 +33,13 @@ _PREVIEW_CHARS = 200
 
 
 class ScriptExecutor:
-    """Runs ``script`` tools in a fresh sandboxed subprocess per call."""
+    """Runs ``script`` tools in a fresh sandboxed process per call (Python ones forked
+    by the fork server unless ``forkserver`` is False: see ``sandbox``)."""
 
     kind = ToolKind.SCRIPT
+
+    def __init__(self, forkserver: bool = True) -> None:
+        self.forkserver = forkserver
 
     def check(self, spec: ToolSpec) -> None:
         language = language_of(spec)
@@ -72,13 +76,13 @@ class ScriptExecutor:
         workdir = Path(tempfile.mkdtemp(prefix="tooldb-script-"))
         try:
             launch = _write_source(spec, language, workdir)
-            done = await sandbox.run_sandboxed(
-                sandbox.command(limits, launch, workdir),
+            done = await sandbox.run_script(
+                limits,
+                launch,
+                workdir,
                 stdin=json.dumps(arguments, ensure_ascii=False).encode(),
-                workdir=workdir,
-                env=sandbox.environment(limits, workdir),
-                max_output_bytes=limits.max_output_bytes,
                 timeout_s=timeout_s,
+                use_forkserver=self.forkserver,
             )
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
