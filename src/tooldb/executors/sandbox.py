@@ -246,7 +246,7 @@ async def run_script(
     if use_forkserver and launch.get("language") == "python" and isolation().forkserver:
         config = {**_config(limits, launch, workdir), "env": env,
                   "user_namespace": os.geteuid() != 0}  # fmt: skip
-        child = await _Forked.start(config)
+        child = await _Forked.start(config, stdin)
         if child is not None:
             return await _collect(child, stdin, limits.max_output_bytes, timeout_s)
     return await run_sandboxed(
@@ -285,11 +285,13 @@ async def run_sandboxed(
 class _Child(Protocol):
     """A started call, whichever way it was started."""
 
-    stdin: asyncio.StreamWriter
     stdout: asyncio.StreamReader
     stderr: asyncio.StreamReader
     kill_after_exit: bool  # leftovers may outlive process 1 (no PID namespace)
     lost: str  # why the call ended without its own exit status, if it did
+
+    @property
+    def stdin(self) -> asyncio.StreamWriter | None: ...  # None: the input is already there
 
     @property
     def returncode(self) -> int | None: ...
@@ -330,27 +332,31 @@ class _Forked:
 
     kill_after_exit = False  # always process 1 of its own PID namespace
 
+    stdin = None  # the arguments are already in the call's stdin, a memfd
+
     def __init__(
         self,
         call: forkserver.ForkedCall,
-        streams: tuple[asyncio.StreamWriter, asyncio.StreamReader, asyncio.StreamReader],
+        streams: tuple[asyncio.StreamReader, asyncio.StreamReader],
         transports: list[asyncio.BaseTransport],
     ) -> None:
         self.call = call
-        self.stdin, self.stdout, self.stderr = streams
+        self.stdout, self.stderr = streams
         self.transports = transports
         self.code: int | None = None
         self.lost = ""
 
     @classmethod
-    async def start(cls, config: dict[str, Any]) -> _Forked | None:
+    async def start(cls, config: dict[str, Any], stdin: bytes) -> _Forked | None:
         """Hand the call to the server (started again if it died); None when no server
         can be started, so the caller runs it as a process of its own."""
-        pipes = [os.pipe() for _ in range(3)]  # stdin, stdout, stderr; not inheritable
-        theirs = [pipes[0][0], pipes[1][1], pipes[2][1]]
-        ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
+        arguments = os.memfd_create("tooldb-arguments", os.MFD_CLOEXEC)
+        out, err = os.pipe(), os.pipe()  # not inheritable
+        theirs = [arguments, out[1], err[1]]
         call = None
         try:
+            _write_all(arguments, stdin)
+            os.lseek(arguments, 0, os.SEEK_SET)
             for _ in range(2):  # a server found dead is started again, once
                 with contextlib.suppress(OSError, forkserver.ForkServerError):
                     call = forkserver.get(script_python(), _LAUNCHER).spawn(config, theirs)
@@ -358,21 +364,16 @@ class _Forked:
         finally:
             for fd in theirs:
                 os.close(fd)
-        modes = ("wb", "rb", "rb")
-        files = [open(fd, mode, buffering=0) for fd, mode in zip(ours, modes, strict=True)]  # noqa: SIM115
+        files = [open(out[0], "rb", buffering=0), open(err[0], "rb", buffering=0)]  # noqa: SIM115
         if call is None:
             for file in files:
                 file.close()
             return None
         loop = asyncio.get_running_loop()
         transports: list[asyncio.BaseTransport] = []
+        readers = []
         try:
-            write, protocol = await loop.connect_write_pipe(
-                lambda: asyncio.streams.FlowControlMixin(loop), files[0]
-            )
-            transports.append(write)
-            readers = []
-            for file in files[1:]:
+            for file in files:
                 reader = asyncio.StreamReader(loop=loop)
                 transport, _ = await loop.connect_read_pipe(
                     functools.partial(asyncio.StreamReaderProtocol, reader, loop=loop), file
@@ -386,8 +387,7 @@ class _Forked:
             for file in files[len(transports) :]:
                 file.close()
             raise
-        stdin = asyncio.StreamWriter(write, protocol, None, loop)
-        return cls(call, (stdin, readers[0], readers[1]), transports)
+        return cls(call, (readers[0], readers[1]), transports)
 
     @property
     def returncode(self) -> int | None:
@@ -421,7 +421,7 @@ async def _collect(
         overflowed = True
         child.kill()
 
-    feeder = asyncio.ensure_future(_feed(child.stdin, stdin))
+    feeder = asyncio.ensure_future(_feed(child.stdin, stdin) if child.stdin else asyncio.sleep(0))
     out = asyncio.ensure_future(_read_capped(child.stdout, max_output_bytes, overflow))
     err = asyncio.ensure_future(_read_tail(child.stderr, STDERR_TAIL_BYTES))
     timed_out = False
@@ -450,6 +450,12 @@ async def _collect(
         timed_out=timed_out,
         overflowed=overflowed,
     )
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def kill_tree(proc: asyncio.subprocess.Process) -> None:

@@ -46,6 +46,8 @@ from typing import Any
 
 MIB = 1024 * 1024
 _PR_SET_NO_NEW_PRIVS = 38
+# Made once: a CDLL builds a class of its own (the fork server's calls would each pay).
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def _drop_root(uid: int, workdir: str | None) -> None:
@@ -59,8 +61,7 @@ def _drop_root(uid: int, workdir: str | None) -> None:
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)  # all three ids non-zero: the kernel clears every capability
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    if _LIBC.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
     if os.getuid() == 0 or os.geteuid() == 0:
         raise OSError("the sandbox could not give up root")
@@ -179,6 +180,7 @@ def _child(config: dict[str, Any]) -> None:
         os._exit(125)
     if config.get("probe"):
         os._exit(0)
+    gc.enable()  # off in the fork server
     command = config.get("exec")
     if command:
         os.execv(command[0], command)
@@ -265,10 +267,9 @@ def clone(flags: int) -> int:
     number = _SYS_CLONE.get(os.uname().machine)
     if number is None:
         raise OSError(errno.ENOSYS, f"clone(2) is not wired for {os.uname().machine}")
-    libc = ctypes.CDLL(None, use_errno=True)
     api = ctypes.pythonapi
     api.PyOS_BeforeFork()
-    pid = libc.syscall(
+    pid = _LIBC.syscall(
         ctypes.c_long(number), ctypes.c_ulong(flags | signal.SIGCHLD), None, None, None, None
     )
     if pid == 0:
@@ -284,9 +285,8 @@ def clone(flags: int) -> int:
 def enter_call(config: dict[str, Any], fds: list[int], host_ids: tuple[int, int]) -> None:
     """In the cloned process (process 1 of the call's namespace), before ``launch``:
     what ``unshare`` and the host's process creation do on the per-process path."""
-    libc = ctypes.CDLL(None, use_errno=True)
     # The server's death kills the call (and with it the namespace).
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if config.get("user_namespace"):  # not root: be root of a user namespace of our own
         uid, gid = host_ids
         for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"),
@@ -320,7 +320,9 @@ class Zygote:
     def serve(self) -> tuple[dict[str, Any], list[int]]:
         """Start and reap calls until the host hangs up (then exit). Returns only in a
         call's new process, with its config and fds."""
-        gc.freeze()  # the calls' collections skip what they share with us (no copy)
+        # No collections here (they would write to every object, which the calls then
+        # copy); the calls turn them back on for the script, and skip what is frozen.
+        gc.disable()
         while True:
             for key, _ in self.selector.select():
                 if key.fileobj is self.control:
@@ -337,6 +339,7 @@ class Zygote:
         if not message:
             raise SystemExit(0)  # the host closed its end; the calls die with us
         config: dict[str, Any] = json.loads(message)
+        gc.freeze()
         try:
             pid = clone(clone_flags(config))
         except OSError as exc:
