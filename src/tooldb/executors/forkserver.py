@@ -21,6 +21,9 @@ from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
 _MAX_REPLY = 4096
+#: Calls made ready ahead (process 1 and the script's process, forked and waiting), so
+#: that a burst of this many calls starts without waiting for process creation.
+SPARES = 8
 
 
 class ForkServerError(RuntimeError):
@@ -72,7 +75,7 @@ class ForkServer:
         try:
             fd = str(theirs.fileno())
             self.process = subprocess.Popen(
-                [python, "-I", "-S", "-X", "utf8", "-c", launcher, "--serve", fd],
+                [python, "-I", "-S", "-X", "utf8", "-c", launcher, "--serve", fd, str(SPARES)],
                 pass_fds=[theirs.fileno()],
                 env={},
                 cwd="/",

@@ -137,7 +137,6 @@ def _probe_forkserver(process_limit: bool) -> bool:
         "uid": _call_uid() if process_limit else None,
         "workdir": None,
         "env": {},
-        "user_namespace": os.geteuid() != 0,
     }
     try:
         server = forkserver.get(script_python(), _LAUNCHER)
@@ -244,8 +243,7 @@ async def run_script(
     where it works, ``use_forkserver``), else as a process of its own."""
     env = environment(limits, workdir)
     if use_forkserver and launch.get("language") == "python" and isolation().forkserver:
-        config = {**_config(limits, launch, workdir), "env": env,
-                  "user_namespace": os.geteuid() != 0}  # fmt: skip
+        config = {**_config(limits, launch, workdir), "env": env}
         child = await _Forked.start(config, stdin)
         if child is not None:
             return await _collect(child, stdin, limits.max_output_bytes, timeout_s)

@@ -42,7 +42,7 @@ import os
 import resource
 import signal
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 MIB = 1024 * 1024
 _PR_SET_NO_NEW_PRIVS = 38
@@ -228,8 +228,8 @@ def _finish(code: int, namespace: dict[str, Any]) -> None:
 
 
 def launch(config: dict[str, Any]) -> None:
-    """Fork the script (it returns in the child, to run it and exit as it does); in
-    this process, reap everything and exit with the script's status."""
+    """Per process: fork the script (it returns in the child, to run it and exit as it
+    does); in this process, reap everything and exit with the script's status."""
     child = os.fork()
     if child == 0:
         _child(config)
@@ -247,17 +247,7 @@ _CLONE_NEWNET = 0x40000000
 _SYS_CLONE = {"x86_64": 56, "aarch64": 220}  # clone(2): flags and stack come first on both
 _PR_SET_PDEATHSIG = 1
 _MAX_REQUEST = 1 << 20
-
-
-def clone_flags(config: dict[str, Any]) -> int:
-    """A new PID namespace always; a network namespace unless the tool asks for the
-    network; a user namespace when the server is not root (``user_namespace``)."""
-    flags = _CLONE_NEWPID
-    if not config["limits"].get("network"):
-        flags |= _CLONE_NEWNET
-    if config.get("user_namespace"):
-        flags |= _CLONE_NEWUSER
-    return flags
+_REFILL_AFTER_S = 0.01
 
 
 def clone(flags: int) -> int:
@@ -282,88 +272,117 @@ def clone(flags: int) -> int:
     return int(pid)
 
 
-def enter_call(config: dict[str, Any], fds: list[int], host_ids: tuple[int, int]) -> None:
-    """In the cloned process (process 1 of the call's namespace), before ``launch``:
-    what ``unshare`` and the host's process creation do on the per-process path."""
-    # The server's death kills the call (and with it the namespace).
-    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if config.get("user_namespace"):  # not root: be root of a user namespace of our own
-        uid, gid = host_ids
-        for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"),
-                           ("gid_map", f"0 {gid} 1")):  # fmt: skip
-            with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
-                handle.write(text)
-    for target, fd in enumerate(fds):
-        os.dup2(fd, target)
-    os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-    os.setsid()
-    if config.get("workdir"):
-        os.chdir(config["workdir"])
-    os.environ.clear()
-    os.environ.update(config["env"])
+class Spare(BaseException):
+    """Raised in a process the server has just cloned, to leave the server's loop and
+    become process 1 of a call's namespace (``spare``); ``channel`` brings the call."""
+
+    def __init__(self, channel: Any, user_namespace: bool, host_ids: tuple[int, int]) -> None:
+        self.channel = channel
+        self.user_namespace = user_namespace
+        self.host_ids = host_ids
 
 
 class Zygote:
-    """The fork server's state: the host's socket, a selector over it and over a
-    pidfd per running call, and which call each child serves."""
+    """The fork server: the host's socket, spares (process 1 of a fresh PID and network
+    namespace each, with the script's process already forked, both waiting for a call)
+    and the calls running, each watched through a pidfd."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, spares: int) -> None:
         import selectors  # here, not at the top: the per-process path does not pay for them
         import socket
 
         self.control = socket.socket(fileno=fd)
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.control, selectors.EVENT_READ)
-        self.calls: dict[int, tuple[int, int]] = {}  # pid -> (call id, pidfd)
+        self.want_spares = spares
+        self.spares: list[tuple[int, int, Any]] = []  # (pid, pidfd, channel), network off
+        self.calls: dict[int, tuple[int | None, int]] = {}  # pid -> (call id, pidfd)
+        self.user_namespace = os.geteuid() != 0  # not root: a user namespace per call too
         self.host_ids = (os.getuid(), os.getgid())
 
-    def serve(self) -> tuple[dict[str, Any], list[int]]:
-        """Start and reap calls until the host hangs up (then exit). Returns only in a
-        call's new process, with its config and fds."""
+    def serve(self) -> NoReturn:
+        """Start and reap calls until the host hangs up (then exit); between requests,
+        make spares. Leaves only by ``Spare``, in a process cloned for a call."""
         # No collections here (they would write to every object, which the calls then
         # copy); the calls turn them back on for the script, and skip what is frozen.
         gc.disable()
         while True:
-            for key, _ in self.selector.select():
+            short = len(self.spares) < self.want_spares
+            events = self.selector.select(_REFILL_AFTER_S if short else None)
+            if not events and short:  # idle for a while: not while a burst of calls starts
+                self.spares.append(self._clone(network=False))
+            for key, _ in events:
                 if key.fileobj is self.control:
-                    started = self._start()
-                    if started is not None:
-                        return started
+                    self._start()
                 else:
                     self._reap(key.data)
 
-    def _start(self) -> tuple[dict[str, Any], list[int]] | None:
+    def _start(self) -> None:
         import socket
 
         message, fds, _, _ = socket.recv_fds(self.control, _MAX_REQUEST, 3)
         if not message:
             raise SystemExit(0)  # the host closed its end; the calls die with us
         config: dict[str, Any] = json.loads(message)
-        gc.freeze()
+        network = bool(config["limits"].get("network"))
         try:
-            pid = clone(clone_flags(config))
+            made = self.spares.pop() if self.spares and not network else None
+            if made is not None:
+                try:
+                    socket.send_fds(made[2], [message], fds)
+                except OSError:  # it died: reaped when its pidfd says so
+                    made[2].close()
+                    made = None
+            if made is None:
+                made = self._clone(network)
+                socket.send_fds(made[2], [message], fds)
         except OSError as exc:
-            for fd in fds:
-                os.close(fd)
             self._send({"id": config["id"], "error": str(exc)})
-            return None
-        if pid == 0:
-            self._leave()
-            return config, fds
-        for fd in fds:
-            os.close(fd)  # the call's process holds them now: the host sees EOF when it ends
-        pidfd = os.pidfd_open(pid)
-        self.selector.register(pidfd, 1, pid)  # selectors.EVENT_READ
+            return
+        finally:
+            for fd in fds:
+                os.close(fd)  # the call's processes hold them: the host sees EOF when they end
+        pid, pidfd, channel = made
+        channel.close()
         self.calls[pid] = (config["id"], pidfd)
         self._send({"id": config["id"], "pid": pid}, [pidfd])
-        return None
+
+    def _clone(self, network: bool) -> tuple[int, int, Any]:
+        """A new process 1 of fresh namespaces, waiting on a channel of its own."""
+        import socket
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        flags = _CLONE_NEWPID | (0 if network else _CLONE_NEWNET)
+        flags |= _CLONE_NEWUSER if self.user_namespace else 0
+        gc.freeze()
+        try:
+            pid = clone(flags)
+        except BaseException:
+            ours.close()
+            theirs.close()
+            raise
+        if pid == 0:
+            ours.close()
+            self._leave()
+            raise Spare(theirs, self.user_namespace, self.host_ids)
+        theirs.close()
+        pidfd = os.pidfd_open(pid)
+        self.selector.register(pidfd, 1, pid)  # selectors.EVENT_READ
+        self.calls[pid] = (None, pidfd)  # no call yet
+        return pid, pidfd, ours
 
     def _reap(self, pid: int) -> None:
         _, status = os.waitpid(pid, 0)  # its pidfd is readable: it has exited
         call_id, pidfd = self.calls.pop(pid)
         self.selector.unregister(pidfd)
         os.close(pidfd)
-        self._send({"id": call_id, "status": os.waitstatus_to_exitcode(status)})
+        if call_id is not None:
+            self._send({"id": call_id, "status": os.waitstatus_to_exitcode(status)})
+        else:  # a spare died before its call: something is wrong, make no more
+            self.want_spares = 0
+            for unused in [s for s in self.spares if s[0] == pid]:
+                self.spares.remove(unused)
+                unused[2].close()
 
     def _send(self, reply: dict[str, Any], fds: list[int] | None = None) -> None:
         import socket
@@ -374,27 +393,97 @@ class Zygote:
             raise SystemExit(0) from None  # the host is gone
 
     def _leave(self) -> None:
-        """In a call's process: drop everything of the server's (another call's pidfd
-        included) before anything else runs."""
+        """In a cloned process: drop everything of the server's (other calls' pidfds,
+        other spares' channels) before anything else runs."""
         self.selector.close()
         self.control.close()
+        for _, _, channel in self.spares:
+            channel.close()
         for _, pidfd in self.calls.values():
             os.close(pidfd)
+        self.spares.clear()
         self.calls.clear()
+
+
+def spare(made: Spare) -> None:
+    """Process 1 of a call's namespaces, made by the server ahead of the call: fork the
+    script's process now, then wait for the call (config and the call's stdin, stdout,
+    stderr), hand it on to the script's process, and reap as ``launch`` does."""
+    import socket
+
+    channel = made.channel
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the server's death ends it
+    if made.user_namespace:  # not root: be root of a user namespace of our own
+        uid, gid = made.host_ids
+        for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"),
+                           ("gid_map", f"0 {gid} 1")):  # fmt: skip
+            with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
+                handle.write(text)
+    _close_all_but(channel.fileno())
+    os.setsid()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    child = os.fork()
+    if child == 0:
+        channel.close()
+        ours.close()
+        try:
+            config = _enter(theirs)
+            os.environ.clear()
+            os.environ.update(config["env"])
+        except BaseException as exc:
+            sys.stderr.write(f"tooldb sandbox: cannot start the call: {exc}\n")
+            os._exit(125)
+        _child(config)
+        return
+    theirs.close()
+    message, fds, _, _ = socket.recv_fds(channel, _MAX_REQUEST, 3)
+    channel.close()
+    if not message:
+        os._exit(0)  # the server is gone
+    socket.send_fds(ours, [message], fds)
+    ours.close()
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    config = json.loads(message)
+    code = _reap(child, config["limits"])
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _enter(channel: Any) -> dict[str, Any]:
+    """In the script's process of a spare: wait for the call, make its fds our stdio and
+    its scratch dir our working directory."""
+    import socket
+
+    message, fds, _, _ = socket.recv_fds(channel, _MAX_REQUEST, 3)
+    channel.close()
+    if not message:
+        os._exit(0)  # process 1 is gone
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    config: dict[str, Any] = json.loads(message)
+    if config.get("workdir"):
+        os.chdir(config["workdir"])
+    return config
+
+
+def _close_all_but(keep: int) -> None:
+    top = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    os.closerange(3, keep)
+    os.closerange(keep + 1, max(top, keep + 1))
 
 
 def main() -> None:
     if sys.argv[1] == "--serve":
-        zygote = Zygote(int(sys.argv[2]))
-        config, fds = zygote.serve()
         try:
-            enter_call(config, fds, zygote.host_ids)
-        except BaseException as exc:
-            sys.stderr.write(f"tooldb sandbox: cannot start the call: {exc}\n")
-            os._exit(125)
-    else:
-        config = json.loads(sys.argv[1])
-    launch(config)
+            Zygote(int(sys.argv[2]), int(sys.argv[3])).serve()
+        except Spare as cloned:
+            made = cloned.with_traceback(None)
+        spare(made)  # not in the except block: the call would see Spare as its context
+        return
+    launch(json.loads(sys.argv[1]))
 
 
 if __name__ == "__main__":
