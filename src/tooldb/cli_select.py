@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemaining
 from .cli import JsonOpt, _out, _print_json, _registry, _table, _text, app
 from .embedders import local_available, resolve_name
 from .embedding import Progress as ProgressCallback
+from .executors import sandbox
 from .stores.migrate import HEAD
 
 
@@ -82,7 +83,8 @@ def embed(
 
 @app.command()
 def doctor(as_json: JsonOpt = False) -> None:
-    """What this installation and registry use: store, schema, embedder, index, coverage."""
+    """What this installation and registry use: store, schema, embedder, index, coverage,
+    and what the script sandbox enforces here (which path Python scripts take)."""
     with _registry(as_json) as registry:
         settings = registry.settings
         embedder = registry.embedder
@@ -108,6 +110,8 @@ def doctor(as_json: JsonOpt = False) -> None:
             "dense_search": index.dense.method if embedder is not None else None,
             "lexical_search": "bm25 (in process)",
             "index_memory_bytes": index.nbytes(),
+            "script_sandbox": sandbox.isolation().summary(),
+            "script_python_launcher": sandbox.python_launcher(settings.script_forkserver),
         }
     if as_json:
         _print_json(report)

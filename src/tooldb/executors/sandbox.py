@@ -120,6 +120,11 @@ def isolation() -> Isolation:
     return Isolation(tuple(prefix), bool(prefix), network, process_limit, forkserver)
 
 
+def python_launcher(use_forkserver: bool = True) -> str:
+    """Which path Python scripts take here: ``forkserver`` or ``process``."""
+    return "forkserver" if use_forkserver and isolation().forkserver else "process"
+
+
 def _probe_config() -> dict[str, Any]:
     """No scratch dir: the probe only checks that the launcher can drop root."""
     return {"probe": True, "language": "python", "limits": asdict(Limits()), "uid": _call_uid()}
