@@ -22,7 +22,14 @@ import tooldb
 from tooldb import Registry, Settings
 from tooldb.executors import forkserver, sandbox
 
-from .test_script_tools import FORK_BOMB, _processes_mentioning, add_script, drop_box, failed
+from .test_script_tools import (
+    FORK_BOMB,
+    MARK_AND_SLEEP,
+    _processes_mentioning,
+    add_script,
+    drop_box,
+    failed,
+)
 
 __all__ = ["drop_box"]  # a fixture, used by name
 
@@ -86,8 +93,7 @@ def test_a_call_running_when_the_server_dies_fails_and_leaves_nothing(
 ) -> None:
     mark = drop_box / "running.txt"
     monkeypatch.setenv("MARK", str(mark))
-    source = "import os, time\nopen(os.environ['MARK'], 'w').write(os.getcwd())\ntime.sleep(3600)"
-    add_script(reg, "slow", source, timeout_s=30, env=["MARK"])
+    add_script(reg, "slow", MARK_AND_SLEEP, timeout_s=30, env=["MARK"])
     add_script(reg, "who", WHO)
     assert reg.call("who").success
     victim = server()

@@ -431,13 +431,17 @@ def test_without_namespaces_the_process_group_is_killed_and_a_warning_says_so(
         assert reg.call("t").success is False
 
 
+MARK_AND_SLEEP = (
+    "import os, time\nopen(os.environ['MARK'], 'w').write(os.getcwd())\ntime.sleep(3600)"
+)
+
+
 def test_cancelled_acall_kills_the_script(
     reg: Registry, drop_box: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mark = drop_box / "cancelled.txt"
     monkeypatch.setenv("MARK", str(mark))
-    source = "import os, time\nopen(os.environ['MARK'], 'w').write(os.getcwd())\ntime.sleep(3600)"
-    add_script(reg, "slow", source, timeout_s=30, env=["MARK"])
+    add_script(reg, "slow", MARK_AND_SLEEP, timeout_s=30, env=["MARK"])
 
     async def cancel() -> None:
         with pytest.raises(TimeoutError):
