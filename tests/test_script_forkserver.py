@@ -24,14 +24,14 @@ from tooldb.executors import forkserver, sandbox
 
 from .test_script_tools import (
     FORK_BOMB,
-    MARK_AND_SLEEP,
     _processes_mentioning,
     add_script,
     drop_box,
     failed,
+    slow_mark,
 )
 
-__all__ = ["drop_box"]  # a fixture, used by name
+__all__ = ["drop_box", "slow_mark"]  # fixtures, used by name
 
 WHO = """
 import os, sys
@@ -89,11 +89,9 @@ def test_a_killed_server_is_started_again_on_the_next_call(reg: Registry) -> Non
 
 
 def test_a_call_running_when_the_server_dies_fails_and_leaves_nothing(
-    reg: Registry, drop_box: Path, monkeypatch: pytest.MonkeyPatch
+    reg: Registry, slow_mark: Path
 ) -> None:
-    mark = drop_box / "running.txt"
-    monkeypatch.setenv("MARK", str(mark))
-    add_script(reg, "slow", MARK_AND_SLEEP, timeout_s=30, env=["MARK"])
+    mark = slow_mark
     add_script(reg, "who", WHO)
     assert reg.call("who").success
     victim = server()
