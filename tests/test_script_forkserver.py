@@ -271,6 +271,60 @@ def test_every_call_gets_fresh_randomness(reg: Registry) -> None:
         assert len(set(column)) == 4, column
 
 
+SCAVENGER = """
+import ctypes, re
+
+def main():
+    found = set()
+    with open("/proc/self/maps") as maps:
+        regions = [line.split() for line in maps]
+    for fields in regions:
+        if not fields[1].startswith("r") or fields[-1] in ("[vvar]", "[vsyscall]", "[vvar_vclock]"):
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        block = ctypes.string_at(start, end - start)  # our own memory, as it is
+        found.update(m.decode() for m in re.findall(rb"TOOLDB_SECRET_[0-9a-f]{64}", block))
+    return sorted(found)
+"""
+
+
+def _occurrences(pid: int, needle: bytes) -> int:
+    """How often ``needle`` is in the memory of process ``pid`` (ours to read)."""
+    count = 0
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb") as memory:
+        for line in maps:
+            fields = line.split()
+            if not fields[1].startswith("r") or fields[-1] in ("[vvar]", "[vsyscall]"):
+                continue
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            try:
+                memory.seek(start)
+                count += memory.read(end - start).count(needle)
+            except OSError:
+                continue
+    return count
+
+
+def test_no_call_finds_another_calls_environment_in_its_memory(
+    reg: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Calls are forked from the server: what passed through it would be in every later
+    call's memory. A call's config (its environment) goes around it, in a memfd."""
+    secret = "TOOLDB_SECRET_" + os.urandom(2000).hex()  # malloc'd, not a small object
+    monkeypatch.setenv("TOOLDB_TEST_SECRET", secret)
+    add_script(reg, "owner", "import os\nprint(len(os.environ['TOOLDB_TEST_SECRET']))",
+               env=["TOOLDB_TEST_SECRET"])  # fmt: skip
+    add_script(reg, "fresh", SCAVENGER, network=True)  # network: forked now, not a spare
+    add_script(reg, "spare", SCAVENGER)
+    for _ in range(forkserver.SPARES + 2):  # every spare made after the secret went by
+        assert reg.call("owner").data == len(secret)
+    assert _occurrences(server().pid, secret[:78].encode()) == 0
+    for name in ("fresh", "spare"):
+        result = reg.call(name)
+        assert result.success, result.error
+        assert secret[:78] not in result.data
+
+
 def test_the_setting_turns_the_fork_server_off(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,8 +1,10 @@
 """The host's side of the script fork server (the server is ``sandbox_launcher.Zygote``).
 
 One server per interpreter, started on first use (``get``) with an empty environment
-and restarted on the next call after it dies. A call sends it the launcher config and
-the call's three pipe ends; the server answers with a pidfd of the call's process
+and restarted on the next call after it dies. A call sends it the call's stdin, stdout
+and stderr and a memfd holding the launcher config (which the server passes on without
+reading: no call's environment lingers in the memory later calls are forked from); the
+server answers with a pidfd of the call's process
 (process 1 of the call's PID namespace: killing it kills everything the script
 started) and later with its exit status. A reader thread dispatches the answers, so
 any number of calls from any threads and event loops are in flight at once.
@@ -104,8 +106,10 @@ class ForkServer:
     def alive(self) -> bool:
         return not self._closed
 
-    def spawn(self, config: dict[str, Any], fds: list[int]) -> ForkedCall:
-        """Send one call (``fds``: its stdin, stdout and stderr ends, still ours to close)."""
+    def spawn(self, request: dict[str, Any], fds: list[int]) -> ForkedCall:
+        """Send one call: ``request`` says whether it may use the network, ``fds`` are
+        its stdin, stdout and stderr and a memfd with its launcher config (still ours to
+        close: the server gets copies)."""
         call = ForkedCall()
         with self._lock:
             if self._closed:
@@ -114,7 +118,7 @@ class ForkServer:
             call_id = self._next_id
             self._calls[call_id] = call
         try:
-            socket.send_fds(self._socket, [json.dumps({**config, "id": call_id}).encode()], fds)
+            socket.send_fds(self._socket, [json.dumps({**request, "id": call_id}).encode()], fds)
         except OSError as exc:
             with self._lock:
                 self._calls.pop(call_id, None)

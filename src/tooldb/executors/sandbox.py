@@ -145,17 +145,33 @@ def _probe_forkserver(process_limit: bool) -> bool:
     }
     try:
         server = forkserver.get(script_python(), _LAUNCHER)
-    except OSError:
-        return False
-    with open(os.devnull, "rb") as nothing_in, open(os.devnull, "wb") as nothing_out:
-        fds = [nothing_in.fileno(), nothing_out.fileno(), nothing_out.fileno()]
-        try:
-            ok = server.spawn(config, fds).exited.result(timeout=10) == 0
-        except (forkserver.ForkServerError, TimeoutError):
-            ok = False
-    if not ok:
+    except OSError as exc:
+        return _forkserver_unavailable(str(exc))
+    fds = [_memfd("tooldb-probe-in", b""), _memfd("tooldb-probe-out", b"")]
+    fds += [fds[1], _memfd("tooldb-call", json.dumps(config).encode())]  # stderr: as stdout
+    try:
+        code = server.spawn({"network": False}, fds).exited.result(timeout=10)
+        said = os.pread(fds[1], STDERR_TAIL_BYTES, 0).decode(errors="replace").strip()
+        problem = f"exit code {code}: {said}" if code else ""
+    except (forkserver.ForkServerError, TimeoutError) as exc:
+        problem = str(exc) or "no answer in 10 s"
+    finally:
+        for fd in {*fds}:
+            os.close(fd)
+    if problem:
         server.close()
-    return ok
+        return _forkserver_unavailable(problem)
+    return True
+
+
+def _forkserver_unavailable(why: str) -> bool:
+    warnings.warn(
+        f"tooldb script tools: the fork server does not work here ({why}); Python "
+        "scripts start a process of their own per call",
+        RuntimeWarning,
+        stacklevel=4,
+    )
+    return False
 
 
 def _launcher_argv(config: dict[str, Any]) -> list[str]:
@@ -353,16 +369,16 @@ class _Forked:
     async def start(cls, config: dict[str, Any], stdin: bytes) -> _Forked | None:
         """Hand the call to the server (started again if it died); None when no server
         can be started, so the caller runs it as a process of its own."""
-        arguments = os.memfd_create("tooldb-arguments", os.MFD_CLOEXEC)
         out, err = os.pipe(), os.pipe()  # not inheritable
-        theirs = [arguments, out[1], err[1]]
+        theirs = [out[1], err[1]]
+        request = {"network": bool(config["limits"]["network"])}
         call = None
         try:
-            _write_all(arguments, stdin)
-            os.lseek(arguments, 0, os.SEEK_SET)
+            theirs.insert(0, _memfd("tooldb-arguments", stdin))  # stdin
+            theirs.append(_memfd("tooldb-call", json.dumps(config).encode()))
             for _ in range(2):  # a server found dead is started again, once
                 with contextlib.suppress(OSError, forkserver.ForkServerError):
-                    call = forkserver.get(script_python(), _LAUNCHER).spawn(config, theirs)
+                    call = forkserver.get(script_python(), _LAUNCHER).spawn(request, theirs)
                     break
         finally:
             for fd in theirs:
@@ -455,10 +471,18 @@ async def _collect(
     )
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+def _memfd(name: str, data: bytes) -> int:
+    """An anonymous file holding ``data``, read from its start by whoever gets the fd."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def kill_tree(proc: asyncio.subprocess.Process) -> None:

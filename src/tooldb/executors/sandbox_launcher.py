@@ -248,6 +248,7 @@ _SYS_CLONE = {"x86_64": 56, "aarch64": 220}  # clone(2): flags and stack come fi
 _PR_SET_PDEATHSIG = 1
 _MAX_REQUEST = 1 << 20
 _REFILL_AFTER_S = 0.01
+_CALL_FDS = 4  # the call's stdin, stdout, stderr; its config
 
 
 def clone(flags: int) -> int:
@@ -318,34 +319,36 @@ class Zygote:
                     self._reap(key.data)
 
     def _start(self) -> None:
+        """One call: the request says only its id and whether it may use the network;
+        its config (environment included) is in the fourth fd, a memfd this server
+        never reads, so that nothing of one call lingers here for a later fork to find."""
         import socket
 
-        message, fds, _, _ = socket.recv_fds(self.control, _MAX_REQUEST, 3)
+        message, fds, _, _ = socket.recv_fds(self.control, _MAX_REQUEST, _CALL_FDS)
         if not message:
             raise SystemExit(0)  # the host closed its end; the calls die with us
-        config: dict[str, Any] = json.loads(message)
-        network = bool(config["limits"].get("network"))
+        request: dict[str, Any] = json.loads(message)
         try:
-            made = self.spares.pop() if self.spares and not network else None
+            made = self.spares.pop() if self.spares and not request["network"] else None
             if made is not None:
                 try:
-                    socket.send_fds(made[2], [message], fds)
+                    socket.send_fds(made[2], [b"call"], fds)
                 except OSError:  # it died: reaped when its pidfd says so
                     made[2].close()
                     made = None
             if made is None:
-                made = self._clone(network)
-                socket.send_fds(made[2], [message], fds)
+                made = self._clone(request["network"])
+                socket.send_fds(made[2], [b"call"], fds)
         except OSError as exc:
-            self._send({"id": config["id"], "error": str(exc)})
+            self._send({"id": request["id"], "error": str(exc)})
             return
         finally:
             for fd in fds:
                 os.close(fd)  # the call's processes hold them: the host sees EOF when they end
         pid, pidfd, channel = made
         channel.close()
-        self.calls[pid] = (config["id"], pidfd)
-        self._send({"id": config["id"], "pid": pid}, [pidfd])
+        self.calls[pid] = (request["id"], pidfd)
+        self._send({"id": request["id"], "pid": pid}, [pidfd])
 
     def _clone(self, network: bool) -> tuple[int, int, Any]:
         """A new process 1 of fresh namespaces, waiting on a channel of its own."""
@@ -407,8 +410,8 @@ class Zygote:
 
 def spare(made: Spare) -> None:
     """Process 1 of a call's namespaces, made by the server ahead of the call: fork the
-    script's process now, then wait for the call (config and the call's stdin, stdout,
-    stderr), hand it on to the script's process, and reap as ``launch`` does."""
+    script's process now, then wait for the call (its stdin, stdout, stderr and config),
+    hand it on to the script's process, and reap as ``launch`` does."""
     import socket
 
     channel = made.channel
@@ -427,7 +430,9 @@ def spare(made: Spare) -> None:
         channel.close()
         ours.close()
         try:
-            config = _enter(theirs)
+            config = _take_call(theirs)
+            if config.get("workdir"):
+                os.chdir(config["workdir"])
             os.environ.clear()
             os.environ.update(config["env"])
         except BaseException as exc:
@@ -436,36 +441,39 @@ def spare(made: Spare) -> None:
         _child(config)
         return
     theirs.close()
-    message, fds, _, _ = socket.recv_fds(channel, _MAX_REQUEST, 3)
+    message, fds, _, _ = socket.recv_fds(channel, _MAX_REQUEST, _CALL_FDS)
     channel.close()
     if not message:
         os._exit(0)  # the server is gone
     socket.send_fds(ours, [message], fds)
     ours.close()
-    for target, fd in enumerate(fds):
-        os.dup2(fd, target)
-        os.close(fd)
-    config = json.loads(message)
+    config = _stdio_and_config(fds)
     code = _reap(child, config["limits"])
     sys.stderr.flush()
     os._exit(code)
 
 
-def _enter(channel: Any) -> dict[str, Any]:
-    """In the script's process of a spare: wait for the call, make its fds our stdio and
-    its scratch dir our working directory."""
+def _take_call(channel: Any) -> dict[str, Any]:
+    """In the script's process of a spare: wait for the call from process 1."""
     import socket
 
-    message, fds, _, _ = socket.recv_fds(channel, _MAX_REQUEST, 3)
+    message, fds, _, _ = socket.recv_fds(channel, _MAX_REQUEST, _CALL_FDS)
     channel.close()
     if not message:
         os._exit(0)  # process 1 is gone
-    for target, fd in enumerate(fds):
+    return _stdio_and_config(fds)
+
+
+def _stdio_and_config(fds: list[int]) -> dict[str, Any]:
+    """Make the call's first three fds our stdio; read its config from the fourth."""
+    *stdio, memfd = fds
+    for target, fd in enumerate(stdio):
         os.dup2(fd, target)
         os.close(fd)
-    config: dict[str, Any] = json.loads(message)
-    if config.get("workdir"):
-        os.chdir(config["workdir"])
+    try:  # pread: process 1 and the script's process share the file's offset
+        config: dict[str, Any] = json.loads(os.pread(memfd, os.fstat(memfd).st_size, 0))
+    finally:
+        os.close(memfd)
     return config
 
 
