@@ -37,7 +37,7 @@ WHO = """
 import os, sys
 def main():
     return {"pid": int(os.readlink("/proc/self")), "uid": os.getuid(),
-            "forked": "--serve" in sys.orig_argv}
+            "forked": "--serve" in sys.orig_argv, "fds": sorted(os.listdir("/proc/self/fd"))}
 """
 
 
@@ -60,6 +60,8 @@ def test_this_machine_uses_the_fork_server(reg: Registry) -> None:
     add_script(reg, "who", WHO)
     seen = reg.call("who").data
     assert seen["forked"] is True and seen["uid"] >= sandbox.SANDBOX_UID_BASE
+    # stdin, stdout, stderr and listdir's own: nothing of the server's or other calls'
+    assert seen["fds"] == ["0", "1", "2", "3"]
 
 
 def test_the_server_has_a_clean_environment_and_runs_as_told(reg: Registry) -> None:
@@ -127,6 +129,27 @@ def test_ten_concurrent_calls_run_at_once_through_one_server(reg: Registry) -> N
     assert len({s["pid"] for s in seen}) == 10 and len({s["uid"] for s in seen}) == 10
     assert elapsed < 2.5, f"10 calls of 0.5 s took {elapsed:.2f} s: the server serialised them"
     assert server().pid == pid
+
+
+def _call_in_child(url: str, queue: Any) -> None:
+    with tooldb.open(url, settings=Settings(url=url)) as registry:
+        queue.put((registry.call("who").data["forked"], server().pid))
+
+
+def test_a_forked_host_starts_a_server_of_its_own(reg: Registry, sqlite_url: str) -> None:
+    import multiprocessing
+
+    add_script(reg, "who", WHO)
+    assert reg.call("who").success
+    ours = server().pid
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_call_in_child, args=(sqlite_url, queue))
+    child.start()
+    forked, theirs = queue.get(timeout=30)
+    child.join(timeout=30)
+    assert forked and theirs != ours
+    assert reg.call("who").data["forked"] and server().pid == ours
 
 
 HOSTILE: dict[str, tuple[str, dict[str, Any], str]] = {

@@ -180,6 +180,20 @@ _servers: dict[str, ForkServer] = {}
 _servers_lock = threading.Lock()
 
 
+def _forget_after_fork() -> None:
+    """In a child of this process (multiprocessing, say): the servers and their reader
+    threads are the parent's. Close our copies of the sockets (the parent keeps its
+    own) and start afresh on first use."""
+    global _servers_lock
+    _servers_lock = threading.Lock()
+    for server in _servers.values():
+        server._socket.close()
+    _servers.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 def get(python: str, launcher: str) -> ForkServer:
     """The running server for ``python``, started (again) if there is none."""
     with _servers_lock:
