@@ -2,10 +2,9 @@
 
 One server per interpreter, started on first use (``get``) with an empty environment
 and restarted on the next call after it dies. A call sends it the call's stdin, stdout
-and stderr and a memfd holding the launcher config (which the server passes on without
-reading: no call's environment lingers in the memory later calls are forked from); the
-server answers with a pidfd of the call's process
-(process 1 of the call's PID namespace: killing it kills everything the script
+and stderr and a memfd holding the launcher config, which the server passes on without
+reading (no call's environment lingers in the memory later calls are forked from). It
+answers with a pidfd of the call's process 1 (killing it kills everything the script
 started) and later with its exit status. A reader thread dispatches the answers, so
 any number of calls from any threads and event loops are in flight at once.
 """

@@ -5,16 +5,22 @@ It runs two ways, both with the same functions:
 * Per process (JavaScript, and Python where the fork server is off or unavailable):
   the host runs this file's text with ``python -I -S -c`` under ``unshare`` when the
   platform allows, passing one JSON argument; ``launch`` does the rest.
-* As the fork server (``--serve FD``, Python scripts on Linux): a long-lived process
-  started by the host with an empty environment that never runs user code itself.
-  Per call the host sends a request on the Unix socket FD (SOCK_SEQPACKET): the call's
-  stdin, stdout and stderr pipe ends (SCM_RIGHTS) and the same JSON config, plus the
-  environment. ``Zygote`` forks with clone(2) into a new PID namespace (and, unless
-  the tool asks for the network, a new network namespace), sends the host a pidfd of
-  that process and returns to serving; it reaps the process later and sends its exit
-  status. The new process makes the call's fds its stdio, starts a new session,
-  enters the scratch dir, replaces the environment (``enter_call``), then runs
-  ``launch`` as the per-process path does.
+* As the fork server (``--serve FD SPARES``, Python scripts on Linux): a long-lived
+  process started by the host with an empty environment; it never runs user code and
+  never reads a call's config. ``Zygote`` keeps SPARES spares ready: a process cloned
+  with clone(2) into a new PID namespace and a new network namespace (``spare``: it is
+  process 1 there, has started a new session and already forked the process that will
+  be the script; both wait). Per call the host sends, on the Unix socket FD
+  (SOCK_SEQPACKET), the call's id and network flag with four fds (SCM_RIGHTS): stdin
+  (a memfd holding the arguments), stdout and stderr pipes, and a memfd holding the
+  same JSON config as the per-process path plus the environment. The server hands the
+  fds to a spare (or clones one: tools with the network get no network namespace),
+  sends the host a pidfd of its process 1 and goes back to serving; it reaps that
+  process later and sends its exit status. Process 1 passes the call to the script's
+  process and reaps as ``launch`` does; the script's process makes the fds its stdio,
+  enters the scratch dir, replaces its environment and runs ``_child`` as the
+  per-process path does. Between requests (after 10 ms idle) the server makes spares
+  again.
 
 In both, the launcher is process 1 of the call's PID namespace, so it must not be
 the script: process 1 ignores signals it has no handler for (a CPU limit's SIGXCPU,
