@@ -90,6 +90,20 @@ def test_a_killed_server_is_started_again_on_the_next_call(reg: Registry) -> Non
     assert server().pid != first.pid
 
 
+def test_spares_killed_from_outside_do_not_stop_the_server(reg: Registry) -> None:
+    add_script(reg, "who", WHO)
+    assert reg.call("who").success
+    pid = server().pid
+    time.sleep(0.5)  # the spares are made again after the call
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    assert len(children) == forkserver.SPARES  # no call running: each child is a spare
+    for child in children:
+        os.kill(int(child), signal.SIGKILL)
+    results = reg.call_many([("who", {})] * 3)
+    assert all(r.success and r.data["forked"] for r in results), [r.error for r in results]
+    assert server().pid == pid
+
+
 def test_a_call_running_when_the_server_dies_fails_and_leaves_nothing(
     reg: Registry, slow_mark: Path
 ) -> None:

@@ -48,6 +48,7 @@ import os
 import resource
 import signal
 import sys
+import time
 from typing import Any, NoReturn
 
 MIB = 1024 * 1024
@@ -254,6 +255,7 @@ _SYS_CLONE = {"x86_64": 56, "aarch64": 220}  # clone(2): flags and stack come fi
 _PR_SET_PDEATHSIG = 1
 _MAX_REQUEST = 1 << 20
 _REFILL_AFTER_S = 0.01
+_SPARE_PAUSE_S = 1.0
 _CALL_FDS = 4  # the call's stdin, stdout, stderr; its config
 
 
@@ -302,6 +304,7 @@ class Zygote:
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.control, selectors.EVENT_READ)
         self.want_spares = spares
+        self.no_spares_until = 0.0  # after a spare failed: a pause, not a loop of failures
         self.spares: list[tuple[int, int, Any]] = []  # (pid, pidfd, channel), network off
         self.calls: dict[int, tuple[int | None, int]] = {}  # pid -> (call id, pidfd)
         self.user_namespace = os.geteuid() != 0  # not root: a user namespace per call too
@@ -315,9 +318,13 @@ class Zygote:
         gc.disable()
         while True:
             short = len(self.spares) < self.want_spares
-            events = self.selector.select(_REFILL_AFTER_S if short else None)
+            wait = max(_REFILL_AFTER_S, self.no_spares_until - time.monotonic())
+            events = self.selector.select(wait if short else None)
             if not events and short:  # idle for a while: not while a burst of calls starts
-                self.spares.append(self._clone(network=False))
+                try:
+                    self.spares.append(self._clone(network=False))
+                except OSError:  # out of processes or memory, say: try again later
+                    self.no_spares_until = time.monotonic() + _SPARE_PAUSE_S
             for key, _ in events:
                 if key.fileobj is self.control:
                     self._start()
@@ -387,8 +394,8 @@ class Zygote:
         os.close(pidfd)
         if call_id is not None:
             self._send({"id": call_id, "status": os.waitstatus_to_exitcode(status)})
-        else:  # a spare died before its call: something is wrong, make no more
-            self.want_spares = 0
+        else:  # a spare died before its call (killed from outside?): pause the spares
+            self.no_spares_until = time.monotonic() + _SPARE_PAUSE_S
             for unused in [s for s in self.spares if s[0] == pid]:
                 self.spares.remove(unused)
                 unused[2].close()
