@@ -440,7 +440,7 @@ async def _collect(
         overflowed = True
         child.kill()
 
-    feeder = asyncio.ensure_future(_feed(child.stdin, stdin) if child.stdin else asyncio.sleep(0))
+    tasks = [asyncio.ensure_future(_feed(child.stdin, stdin))] if child.stdin else []
     out = asyncio.ensure_future(_read_capped(child.stdout, max_output_bytes, overflow))
     err = asyncio.ensure_future(_read_tail(child.stderr, STDERR_TAIL_BYTES))
     timed_out = False
@@ -453,7 +453,7 @@ async def _collect(
     finally:
         if child.returncode is None or child.kill_after_exit:
             child.kill()  # the timeout, an overflow, or leftovers without a PID namespace
-        for task in (feeder, out, err):
+        for task in (*tasks, out, err):
             task.cancel()
         await child.wait()
         child.close()

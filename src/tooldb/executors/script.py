@@ -10,6 +10,7 @@ in docs/scripts.md. The subprocess mechanics are in ``sandbox``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -85,8 +86,19 @@ class ScriptExecutor:
                 use_forkserver=self.forkserver,
             )
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            _remove(workdir)
         return result_of(tool.name, done, limits, timeout_s)
+
+
+def _remove(workdir: Path) -> None:
+    """Delete the scratch dir: at once when it holds only the source (the usual case;
+    ``rmtree`` costs ~0.3 ms more), else with everything the script left in it."""
+    with contextlib.suppress(OSError):
+        if len(names := os.listdir(workdir)) == 1:
+            os.unlink(workdir / names[0])
+            os.rmdir(workdir)
+            return
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def language_of(spec: ToolSpec) -> str:
