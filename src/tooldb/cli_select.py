@@ -83,8 +83,10 @@ def embed(
 
 @app.command()
 def doctor(as_json: JsonOpt = False) -> None:
-    """What this installation and registry use: store, schema, embedder, index, coverage,
-    and what the script sandbox enforces here (which path Python scripts take)."""
+    """What this installation and registry use: store, schema, embedder, index, coverage.
+
+    Also the script sandbox: what it enforces here, and whether Python scripts start from
+    the fork server or as a process per call (docs/scripts.md)."""
     with _registry(as_json) as registry:
         settings = registry.settings
         embedder = registry.embedder

@@ -370,6 +370,7 @@ class _Forked:
         """Hand the call to the server (started again if it died); None when no server
         can be started, so the caller runs it as a process of its own."""
         out, err = os.pipe(), os.pipe()  # not inheritable
+        files = [open(out[0], "rb", buffering=0), open(err[0], "rb", buffering=0)]  # noqa: SIM115
         theirs = [out[1], err[1]]
         request = {"network": bool(config["limits"]["network"])}
         call = None
@@ -380,10 +381,13 @@ class _Forked:
                 with contextlib.suppress(OSError, forkserver.ForkServerError):
                     call = forkserver.get(script_python(), _LAUNCHER).spawn(request, theirs)
                     break
+        except BaseException:
+            for file in files:
+                file.close()
+            raise
         finally:
             for fd in theirs:
                 os.close(fd)
-        files = [open(out[0], "rb", buffering=0), open(err[0], "rb", buffering=0)]  # noqa: SIM115
         if call is None:
             for file in files:
                 file.close()

@@ -458,9 +458,13 @@ def spare(made: Spare) -> None:
     channel.close()
     if not message:
         os._exit(0)  # the server is gone
-    socket.send_fds(ours, [message], fds)
-    ours.close()
-    config = _stdio_and_config(fds)
+    try:
+        socket.send_fds(ours, [message], fds)
+        ours.close()
+        config = _stdio_and_config(fds)
+    except BaseException as exc:
+        sys.stderr.write(f"tooldb sandbox: cannot start the call: {exc}\n")
+        os._exit(125)
     code = _reap(child, config["limits"])
     sys.stderr.flush()
     os._exit(code)
