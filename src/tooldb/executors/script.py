@@ -74,9 +74,10 @@ class ScriptExecutor:
         spec = tool.spec
         language = language_of(spec)
         limits = limits_of(spec)
-        workdir = Path(tempfile.mkdtemp(prefix="tooldb-script-"))
+        # File system work in a thread: on some disks (ext4 with online discard, say) an
+        # rmdir takes milliseconds, which would stall every other call on this loop.
+        workdir, launch = await asyncio.to_thread(_scratch_dir, spec, language)
         try:
-            launch = _write_source(spec, language, workdir)
             done = await sandbox.run_script(
                 limits,
                 launch,
@@ -86,8 +87,18 @@ class ScriptExecutor:
                 use_forkserver=self.forkserver,
             )
         finally:
-            _remove(workdir)
+            await asyncio.to_thread(_remove, workdir)
         return result_of(tool.name, done, limits, timeout_s)
+
+
+def _scratch_dir(spec: ToolSpec, language: str) -> tuple[Path, dict[str, Any]]:
+    """A fresh scratch dir holding the source, and the launcher's run instructions."""
+    workdir = Path(tempfile.mkdtemp(prefix="tooldb-script-"))
+    try:
+        return workdir, _write_source(spec, language, workdir)
+    except BaseException:
+        _remove(workdir)
+        raise
 
 
 def _remove(workdir: Path) -> None:
