@@ -4,14 +4,16 @@ Two tables, on a temporary SQLite registry (``embedder="none"``):
 
 * ``call_many`` of 1, 10 and 100 calls of a tool that waits 100 ms, per kind (async
   Python, sync Python, http against a ThreadingHTTPServer on 127.0.0.1 whose handler
-  sleeps, a Python script tool): wall time, and the 10-call time against one call's
-  (target: at most 1.3x, which is what "parallel" means). The 100-call batches run
+  sleeps, a Python script tool through the fork server, and the same script tool run
+  as a process per call, ``script/proc``): wall time, and the 10-call time against
+  one call's (target: at most 1.3x, which is what "parallel" means). The 100-call batches run
   with ``max_parallel=100, max_parallel_per_tool=100`` (and the same settings, so the
   shared thread pool has 100 threads); a last column runs them with the default
   limits (``max_parallel_calls=16``, ``max_parallel_per_tool=8``: 13 waves of 8).
 * the cost of one sequential ``Registry.call`` of a no-op tool of each kind (python,
   sql ``SELECT 1``, http on loopback, mcp ``get_current_time`` on a warm session,
-  script = a process start), p50 and p99. No target yet.
+  script = a call through the fork server, script/proc = a process start), p50 and
+  p99. No target yet.
 
     .venv/bin/python bench/parallel.py [--calls 200] [--script-calls 30] [--repeat 3]
 """
@@ -131,33 +133,37 @@ def _median_of(repeat: int, fn: Callable[[], float]) -> float:
     return statistics.median(fn() for _ in range(repeat))
 
 
-def parallel_table(wide: Registry, default: Registry, repeat: int) -> None:
+def parallel_table(registries: dict[str, tuple[Registry, Registry]], repeat: int) -> None:
+    """``registries``: per row, the wide and the default-limits registry to call."""
     kinds = {
         "async": "wait_async",
         "sync": "wait_sync",
         "http": "http_wait",
         "script": "script_wait",
+        "script/proc": "script_wait",
     }
     print(f"call_many of a tool that waits {WAIT_S * 1000:.0f} ms (wall ms, median of {repeat})")
     print(
-        f"{'kind':<8}{'1 call':>9}{'10 calls':>10}{'10 / 1':>8}  {'<= 1.3x':<8}"
+        f"{'kind':<12}{'1 call':>9}{'10 calls':>10}{'10 / 1':>8}  {'<= 1.3x':<8}"
         f"{'100 calls':>11}{'100, defaults':>15}"
     )
     for kind, name in kinds.items():
+        wide, default = registries.get(kind, registries["*"])
         _batch(wide, name, 10, True)  # warm up: pools, connections, isolation probe
-        one = _median_of(repeat, lambda n=name: _timed_call(wide, n, {}))
-        ten = _median_of(repeat, lambda n=name: _batch(wide, n, 10, True))
-        hundred = _median_of(repeat, lambda n=name: _batch(wide, n, 100, True))
+        one = _median_of(repeat, lambda r=wide, n=name: _timed_call(r, n, {}))
+        ten = _median_of(repeat, lambda r=wide, n=name: _batch(r, n, 10, True))
+        hundred = _median_of(repeat, lambda r=wide, n=name: _batch(r, n, 100, True))
         defaults = _batch(default, name, 100, False)
         ratio = ten / one
         verdict = "met" if ratio <= 1.3 else "missed"
         print(
-            f"{kind:<8}{one * 1000:>9.0f}{ten * 1000:>10.0f}{ratio:>7.2f}x  {verdict:<8}"
+            f"{kind:<12}{one * 1000:>9.0f}{ten * 1000:>10.0f}{ratio:>7.2f}x  {verdict:<8}"
             f"{hundred * 1000:>11.0f}{defaults * 1000:>15.0f}"
         )
     print(
         f"100 calls: max_parallel={WIDE}, max_parallel_per_tool={WIDE} (settings too);"
-        " 'defaults': max_parallel_calls=16, max_parallel_per_tool=8"
+        " 'defaults': max_parallel_calls=16, max_parallel_per_tool=8; script: through the"
+        " fork server, script/proc: a process per call (script_forkserver=False)"
     )
 
 
@@ -170,26 +176,33 @@ def _timed_call(registry: Registry, name: str, arguments: dict[str, Any]) -> flo
     return elapsed
 
 
-def overhead_table(registry: Registry, calls: int, script_calls: int) -> None:
+def overhead_table(
+    registry: Registry, per_process: Registry, calls: int, script_calls: int
+) -> None:
     kinds = {
         "python": ("noop", {}, calls),
         "sql": ("sql_noop", {}, calls),
         "http": ("http_noop", {}, calls),
         "mcp": ("time__get_current_time", MCP_ARGS, calls),
         "script": ("script_noop", {}, script_calls),
+        "script/proc": ("script_noop", {}, script_calls),
     }
     print("\nsequential Registry.call of a no-op tool (µs per call)")
-    print(f"{'kind':<8}{'calls':>7}{'p50 µs':>11}{'p99 µs':>11}{'mean µs':>11}")
+    print(f"{'kind':<12}{'calls':>7}{'p50 µs':>11}{'p99 µs':>11}{'mean µs':>11}")
     for kind, (name, arguments, n) in kinds.items():
+        target = per_process if kind == "script/proc" else registry
         for _ in range(min(20, n)):
-            _timed_call(registry, name, arguments)
-        samples = sorted(_timed_call(registry, name, arguments) * 1e6 for _ in range(n))
+            _timed_call(target, name, arguments)
+        samples = sorted(_timed_call(target, name, arguments) * 1e6 for _ in range(n))
         p99 = samples[min(len(samples) - 1, int(0.99 * len(samples)))]
         print(
-            f"{kind:<8}{n:>7}{statistics.median(samples):>11.0f}{p99:>11.0f}"
+            f"{kind:<12}{n:>7}{statistics.median(samples):>11.0f}{p99:>11.0f}"
             f"{statistics.fmean(samples):>11.0f}"
         )
-    print("mcp: mcp-server-time get_current_time, warm stdio session; script: a process start")
+    print(
+        "mcp: mcp-server-time get_current_time, warm stdio session; script: a call through"
+        " the fork server; script/proc: a process start (unshare + interpreter)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,21 +220,23 @@ def main(argv: list[str] | None = None) -> int:
             "embedder": "none",
             "http_allowed_hosts": ("127.0.0.1",),
         }
-        wide = tooldb.open(
-            url,
-            settings=Settings(**common, max_parallel_calls=WIDE, max_parallel_per_tool=WIDE),
-        )
+        wide_limits = {"max_parallel_calls": WIDE, "max_parallel_per_tool": WIDE}
+        wide = tooldb.open(url, settings=Settings(**common, **wide_limits))
         default = tooldb.open(url, settings=Settings(**common))
+        off = {"script_forkserver": False}
+        per_process = tooldb.open(url, settings=Settings(**common, **wide_limits, **off))
+        per_process_default = tooldb.open(url, settings=Settings(**common, **off))
+        registries = {"*": (wide, default), "script/proc": (per_process, per_process_default)}
         try:
             register(wide, base)
             for func in (wait_async, wait_sync, noop):  # in-process callables for this one too
                 default.add_function(func)
-            parallel_table(wide, default, args.repeat)
+            parallel_table(registries, args.repeat)
             wide.add_mcp("time", command=MCP_SERVER)
-            overhead_table(wide, args.calls, args.script_calls)
+            overhead_table(wide, per_process, args.calls, args.script_calls)
         finally:
-            default.close()
-            wide.close()
+            for registry in (per_process_default, per_process, default, wide):
+                registry.close()
     return 0
 
 

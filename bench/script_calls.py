@@ -1,9 +1,11 @@
 """What does a script tool call cost? Latency of ``registry.call`` for script tools.
 
-Each script call starts a sandboxed subprocess, so its cost is dominated by the
-interpreter's start. This prints, per variant, the latency of N sequential calls
-(p50, p95 in ms) next to the bare start of the same interpreter, and the
-throughput of the same calls from several threads.
+Python script calls start from the fork server (a sandboxed fork per call); the
+``per process`` variant turns it off (``script_forkserver=False``): each call then
+starts ``unshare`` and a fresh interpreter, as JavaScript calls always do. This
+prints, per variant, the latency of N sequential calls (p50, p95 in ms) next to the
+bare start of the same interpreters, and the throughput of the same calls from
+several threads.
 
     .venv/bin/python bench/script_calls.py [--calls 50] [--threads 4]
 """
@@ -33,6 +35,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "javascript exports": ("module.exports = ({ a }) => a + 1;", {"language": "javascript"}),
 }
+PER_PROCESS = "python main(), per process"  # the first variant, fork server off
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -62,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--calls and --threads must be positive")
     print("isolation:", sandbox.isolation().summary())
     rows: list[tuple[str, list[float]]] = []
-    rows.append(("bare: python -I -c pass", _baseline([sys.executable, "-I", "-c", "pass"], 20)))
+    python = sandbox.script_python()
+    rows.append(("bare: python -I -S -c pass", _baseline([python, "-I", "-S", "-c", "pass"], 20)))
     node = node_binary()
     if node:
         rows.append(("bare: node -e 0", _baseline([node, "-e", "0"], 20)))
@@ -70,23 +74,27 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         url = f"sqlite:///{Path(scratch) / 'bench.db'}"
         registry = tooldb.open(url, settings=Settings(url=url))
+        per_process = tooldb.open(url, settings=Settings(url=url, script_forkserver=False))
+        variants = {**VARIANTS, PER_PROCESS: VARIANTS["python main()"]}
         try:
-            for label, (source, metadata) in VARIANTS.items():
+            for label, (source, metadata) in variants.items():
                 if metadata.get("language") == "javascript" and not node:
                     continue
-                _register(registry, label, source, metadata)
-                registry.call(label, {"a": 1})  # warm up: probe, imports
-                rows.append((label, _timed(lambda n=label: _check(registry, n), args.calls)))
-                throughput.append((label, _throughput(registry, label, args)))
+                target = per_process if label == PER_PROCESS else registry
+                _register(target, label, source, metadata)
+                target.call(label, {"a": 1})  # warm up: probe, imports
+                rows.append((label, _timed(lambda r=target, n=label: _check(r, n), args.calls)))
+                throughput.append((label, _throughput(target, label, args)))
         finally:
+            per_process.close()
             registry.close()
-    print(f"\n{'variant':<26}{'p50 ms':>9}{'p95 ms':>9}{'mean ms':>9}")
+    print(f"\n{'variant':<30}{'p50 ms':>9}{'p95 ms':>9}{'mean ms':>9}")
     for label, values in rows:
         mean = statistics.fmean(values)
-        print(f"{label:<26}{_pct(values, 0.5):>9.1f}{_pct(values, 0.95):>9.1f}{mean:>9.1f}")
-    print(f"\n{'variant':<26}{'threads':>9}{'calls/s':>9}")
+        print(f"{label:<30}{_pct(values, 0.5):>9.1f}{_pct(values, 0.95):>9.1f}{mean:>9.1f}")
+    print(f"\n{'variant':<30}{'threads':>9}{'calls/s':>9}")
     for label, rate in throughput:
-        print(f"{label:<26}{args.threads:>9}{rate:>9.1f}")
+        print(f"{label:<30}{args.threads:>9}{rate:>9.1f}")
     return 0
 
 

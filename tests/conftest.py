@@ -37,6 +37,7 @@ def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         "TOOLDB_HTTP_ALLOWED_HOSTS",
         "TOOLDB_HTTP_TIMEOUT",
         "TOOLDB_HTTP_MAX_RESPONSE_BYTES",
+        "TOOLDB_SCRIPT_FORKSERVER",
     ):
         monkeypatch.delenv(name, raising=False)
     # The bundled MiniLM is exercised by test_embedders; elsewhere a model-free embedder

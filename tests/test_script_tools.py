@@ -399,7 +399,10 @@ def test_this_machine_enforces_every_layer() -> None:
     found = sandbox.isolation()
     assert found.pid_namespace and found.network_namespace
     assert found.process_limit == (os.geteuid() == 0)
-    assert set(found.summary()) == {"pid_namespace", "network_namespace", "process_limit"}
+    assert found.forkserver and found.summary()["python_launcher"] == "forkserver"
+    assert set(found.summary()) == {
+        "pid_namespace", "network_namespace", "process_limit", "python_launcher"
+    }  # fmt: skip
 
 
 def test_without_namespaces_the_process_group_is_killed_and_a_warning_says_so(
@@ -428,13 +431,19 @@ def test_without_namespaces_the_process_group_is_killed_and_a_warning_says_so(
         assert reg.call("t").success is False
 
 
-def test_cancelled_acall_kills_the_script(
-    reg: Registry, drop_box: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    mark = drop_box / "cancelled.txt"
+@pytest.fixture
+def slow_mark(reg: Registry, drop_box: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Adds the tool ``slow``: it writes its scratch dir's path to the file returned
+    (which does not exist before), then sleeps an hour (its timeout is 30 s)."""
+    mark = drop_box / "slow.txt"
     monkeypatch.setenv("MARK", str(mark))
     source = "import os, time\nopen(os.environ['MARK'], 'w').write(os.getcwd())\ntime.sleep(3600)"
     add_script(reg, "slow", source, timeout_s=30, env=["MARK"])
+    return mark
+
+
+def test_cancelled_acall_kills_the_script(reg: Registry, slow_mark: Path) -> None:
+    mark = slow_mark
 
     async def cancel() -> None:
         with pytest.raises(TimeoutError):

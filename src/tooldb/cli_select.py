@@ -20,6 +20,7 @@ from rich.progress import (
 from .cli import JsonOpt, _out, _print_json, _registry, _table, _text, app
 from .embedders import local_available, resolve_name
 from .embedding import Progress as ProgressCallback
+from .executors import sandbox
 from .stores.migrate import HEAD
 
 
@@ -93,7 +94,10 @@ def embed(
 
 @app.command()
 def doctor(as_json: JsonOpt = False) -> None:
-    """What this installation and registry use: store, schema, embedder, index, coverage."""
+    """What this installation and registry use: store, schema, embedder, index, coverage.
+
+    Also the script sandbox: what it enforces here, and whether Python scripts start from
+    the fork server or as a process per call (docs/scripts.md)."""
     with _registry(as_json) as registry:
         settings = registry.settings
         embedder = registry.embedder
@@ -119,6 +123,8 @@ def doctor(as_json: JsonOpt = False) -> None:
             "dense_search": index.dense.method if embedder is not None else None,
             "lexical_search": "bm25 (in process)",
             "index_memory_bytes": index.nbytes(),
+            "script_sandbox": sandbox.isolation().summary(),
+            "script_python_launcher": sandbox.python_launcher(settings.script_forkserver),
         }
     if as_json:
         _print_json(report)

@@ -104,6 +104,9 @@ class Settings:
     ooda_lock_wait_s: float = 0.0
     max_parallel_calls: int = 16
     max_parallel_per_tool: int = 8
+    #: Python script tools go through the fork server where the platform allows
+    #: (docs/scripts.md); false: a process of their own per call, as JavaScript.
+    script_forkserver: bool = True
     #: Provenance push (``tooldb trace --push``, the ``neo4j`` extra): the server, the
     #: user, the env var holding the password (never the password itself), the database.
     neo4j_url: str = ""
@@ -256,6 +259,7 @@ _ENV_KEYS = {
     "TOOLDB_HTTP_ALLOWED_HOSTS": "http_allowed_hosts",
     "TOOLDB_HTTP_TIMEOUT": "http_timeout_s",
     "TOOLDB_HTTP_MAX_RESPONSE_BYTES": "http_max_response_bytes",
+    "TOOLDB_SCRIPT_FORKSERVER": "script_forkserver",
     "TOOLDB_MODEL": "model",
     "TOOLDB_MODEL_BASE_URL": "model_base_url",
     "TOOLDB_OODA_WINDOW": "ooda_window_s",

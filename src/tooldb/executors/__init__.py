@@ -83,10 +83,11 @@ def default_executors(
     from .script import ScriptExecutor
     from .sql import SQLExecutor
 
+    settings = settings or Settings()
     return {
         ToolKind.PYTHON: PythonExecutor(),
-        ToolKind.SQL: SQLExecutor(settings or Settings(), store_url),
-        ToolKind.SCRIPT: ScriptExecutor(),
+        ToolKind.SQL: SQLExecutor(settings, store_url),
+        ToolKind.SCRIPT: ScriptExecutor(forkserver=settings.script_forkserver),
         ToolKind.MCP: McpExecutor(),
         ToolKind.HTTP: HttpExecutor(settings),
         ToolKind.AGENT: AgentExecutor(),

@@ -1,12 +1,32 @@
 """The first process inside a script tool's sandbox (standard library only).
 
-The host runs this file's text with ``python -I -c`` (under ``unshare`` when the
-platform allows), passing one JSON argument. It is process 1 of the new PID
-namespace, so it must not be the script: process 1 ignores signals it has no
-handler for (a CPU limit's SIGXCPU, ``abort()``) and orphans are its to reap.
-So it forks; the child applies the limits and becomes the script; this process
-reaps everything, then exits with the script's status. Its exit ends the
-namespace, which kills whatever the script left behind.
+It runs two ways, both with the same functions:
+
+* Per process (JavaScript, and Python where the fork server is off or unavailable):
+  the host runs this file's text with ``python -I -S -c`` under ``unshare`` when the
+  platform allows, passing one JSON argument; ``launch`` does the rest.
+* As the fork server (``--serve FD SPARES``, Python scripts on Linux): a long-lived
+  process started by the host with an empty environment; it never runs user code and
+  never reads a call's config. ``Zygote`` keeps SPARES spares ready: a process cloned
+  with clone(2) into a new PID namespace and a new network namespace (``spare``: it is
+  process 1 there, has started a new session and already forked the process that will
+  be the script; both wait). Per call the host sends, on the Unix socket FD
+  (SOCK_SEQPACKET), the call's id and network flag with four fds (SCM_RIGHTS): stdin
+  (a memfd holding the arguments), stdout and stderr pipes, and a memfd holding the
+  same JSON config as the per-process path plus the environment. The server hands the
+  fds to a spare (or clones one: tools with the network get no network namespace),
+  sends the host a pidfd of its process 1 and goes back to serving; it reaps that
+  process later and sends its exit status. Process 1 passes the call to the script's
+  process and reaps as ``launch`` does; the script's process makes the fds its stdio,
+  enters the scratch dir, replaces its environment and runs ``_child`` as the
+  per-process path does. Between requests (after 10 ms idle) the server makes spares
+  again.
+
+In both, the launcher is process 1 of the call's PID namespace, so it must not be
+the script: process 1 ignores signals it has no handler for (a CPU limit's SIGXCPU,
+``abort()``) and orphans are its to reap. So it forks; the child applies the limits
+and becomes the script; this process reaps everything, then exits with the script's
+status. Its exit ends the namespace, which kills whatever the script left behind.
 
 Limits are applied here, not in the host, because RLIMIT_NPROC counts processes
 per *real* uid and is ignored for root. When run as root, the child gives up root
@@ -20,16 +40,21 @@ can read (the system's, not a virtualenv under a private home: see sandbox.py).
 from __future__ import annotations
 
 import ctypes
+import errno
+import gc
 import json
 import math
 import os
 import resource
 import signal
 import sys
-from typing import Any
+import time
+from typing import Any, NoReturn
 
 MIB = 1024 * 1024
 _PR_SET_NO_NEW_PRIVS = 38
+# Made once: a CDLL builds a class of its own (the fork server's calls would each pay).
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def _drop_root(uid: int, workdir: str | None) -> None:
@@ -43,8 +68,7 @@ def _drop_root(uid: int, workdir: str | None) -> None:
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)  # all three ids non-zero: the kernel clears every capability
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    if _LIBC.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
     if os.getuid() == 0 or os.geteuid() == 0:
         raise OSError("the sandbox could not give up root")
@@ -80,19 +104,20 @@ def _apply_limits(config: dict[str, Any]) -> None:
         _lower(resource.RLIMIT_NPROC, int(limits["max_processes"]))
 
 
-def _run_python(path: str) -> None:
-    """Run the tool's source: the function form if it defines ``main``, else as a script."""
+def _run_python(path: str, namespace: dict[str, Any]) -> None:
+    """Run the tool's source in ``namespace``: the function form if it defines ``main``,
+    else as a script."""
     with open(path, encoding="utf-8") as handle:
         code = compile(handle.read(), os.path.basename(path), "exec")
     # A module-level ``def main`` (cheaper to find in the code object than with ast).
     function_form = "main" in code.co_names and any(
         isinstance(const, type(code)) and const.co_name == "main" for const in code.co_consts
     )
-    namespace: dict[str, Any] = {
-        "__name__": "__tool__" if function_form else "__main__",
-        "__file__": path,
-        "__builtins__": __builtins__,
-    }
+    namespace.update(
+        __name__="__tool__" if function_form else "__main__",
+        __file__=path,
+        __builtins__=__builtins__,
+    )
     sys.argv = [path]
     exec(code, namespace)
     if not function_form:
@@ -162,25 +187,328 @@ def _child(config: dict[str, Any]) -> None:
         os._exit(125)
     if config.get("probe"):
         os._exit(0)
+    gc.enable()  # off in the fork server
     command = config.get("exec")
     if command:
         os.execv(command[0], command)
+    namespace: dict[str, Any] = {}
     try:
-        _run_python(config["script"])
-    except SystemExit:
-        raise
+        _run_python(config["script"], namespace)
+        code = 0
+    except SystemExit as exc:
+        code = _exit_code(exc)
     except BaseException as exc:
         _print_user_traceback(exc)
-        raise SystemExit(1) from None
+        code = 1
+    _finish(code, namespace)
 
 
-def main() -> None:
-    config: dict[str, Any] = json.loads(sys.argv[1])
+def _exit_code(exc: SystemExit) -> int:
+    """The status the interpreter would exit with (it prints a non-integer code)."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    sys.stderr.write(f"{exc.code}\n")
+    return 1
+
+
+def _finish(code: int, namespace: dict[str, Any]) -> None:
+    """Exit as the interpreter would, as far as a script can tell: wait for its
+    non-daemon threads, run its atexit callbacks, drop its globals (their open files are
+    flushed and closed), flush stdio. Then ``_exit``, skipping the teardown of every
+    module: in a process forked from the fork server that would write to, and so copy,
+    most of the server's memory, ~10 ms a call for nothing."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()
+    import atexit
+
+    atexit._run_exitfuncs()
+    namespace.clear()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = 120  # as the interpreter: stdio could not be flushed
+    os._exit(code & 0xFF)
+
+
+def launch(config: dict[str, Any]) -> None:
+    """Per process: fork the script (it returns in the child, to run it and exit as it
+    does); in this process, reap everything and exit with the script's status."""
     child = os.fork()
     if child == 0:
         _child(config)
         return
-    sys.exit(_reap(child, config["limits"]))
+    code = _reap(child, config["limits"])
+    sys.stderr.flush()
+    os._exit(code)  # no user code ran here: nothing to finalize
+
+
+# -- the fork server -------------------------------------------------------------
+
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWPID = 0x20000000
+_CLONE_NEWNET = 0x40000000
+_SYS_CLONE = {"x86_64": 56, "aarch64": 220}  # clone(2): flags and stack come first on both
+_PR_SET_PDEATHSIG = 1
+_MAX_REQUEST = 1 << 20
+_REFILL_AFTER_S = 0.01
+_SPARE_PAUSE_S = 1.0
+_CALL_FDS = 4  # the call's stdin, stdout, stderr; its config
+
+
+def clone(flags: int) -> int:
+    """fork(2) into new namespaces: clone(2) without a new stack, wrapped in CPython's
+    before- and after-fork hooks exactly as ``os.fork`` wraps fork(2) (Python 3.11 has
+    no ``os.unshare``, and unshare(CLONE_NEWPID) would need one more fork)."""
+    number = _SYS_CLONE.get(os.uname().machine)
+    if number is None:
+        raise OSError(errno.ENOSYS, f"clone(2) is not wired for {os.uname().machine}")
+    api = ctypes.pythonapi
+    api.PyOS_BeforeFork()
+    pid = _LIBC.syscall(
+        ctypes.c_long(number), ctypes.c_ulong(flags | signal.SIGCHLD), None, None, None, None
+    )
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+        return 0
+    failure = ctypes.get_errno()
+    api.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(failure, f"clone(2) failed: {os.strerror(failure)}")
+    return int(pid)
+
+
+class Spare(BaseException):
+    """Raised in a process the server has just cloned, to leave the server's loop and
+    become process 1 of a call's namespace (``spare``); ``channel`` brings the call."""
+
+    def __init__(self, channel: Any, user_namespace: bool, host_ids: tuple[int, int]) -> None:
+        self.channel = channel
+        self.user_namespace = user_namespace
+        self.host_ids = host_ids
+
+
+class Zygote:
+    """The fork server: the host's socket, spares (process 1 of a fresh PID and network
+    namespace each, with the script's process already forked, both waiting for a call)
+    and the calls running, each watched through a pidfd."""
+
+    def __init__(self, fd: int, spares: int) -> None:
+        import selectors  # here, not at the top: the per-process path does not pay for them
+        import socket
+
+        self.control = socket.socket(fileno=fd)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.control, selectors.EVENT_READ)
+        self.want_spares = spares
+        self.no_spares_until = 0.0  # after a spare failed: a pause, not a loop of failures
+        self.spares: list[tuple[int, int, Any]] = []  # (pid, pidfd, channel), network off
+        self.calls: dict[int, tuple[int | None, int]] = {}  # pid -> (call id, pidfd)
+        self.user_namespace = os.geteuid() != 0  # not root: a user namespace per call too
+        self.host_ids = (os.getuid(), os.getgid())
+
+    def serve(self) -> NoReturn:
+        """Start and reap calls until the host hangs up (then exit); between requests,
+        make spares. Leaves only by ``Spare``, in a process cloned for a call."""
+        # No collections here (they would write to every object, which the calls then
+        # copy); the calls turn them back on for the script, and skip what is frozen.
+        gc.disable()
+        while True:
+            short = len(self.spares) < self.want_spares
+            wait = max(_REFILL_AFTER_S, self.no_spares_until - time.monotonic())
+            events = self.selector.select(wait if short else None)
+            if not events and short:  # idle for a while: not while a burst of calls starts
+                try:
+                    self.spares.append(self._clone(network=False))
+                except OSError:  # out of processes or memory, say: try again later
+                    self.no_spares_until = time.monotonic() + _SPARE_PAUSE_S
+            for key, _ in events:
+                if key.fileobj is self.control:
+                    self._start()
+                else:
+                    self._reap(key.data)
+
+    def _start(self) -> None:
+        """One call: the request says only its id and whether it may use the network;
+        its config (environment included) is in the fourth fd, a memfd this server
+        never reads, so that nothing of one call lingers here for a later fork to find."""
+        import socket
+
+        message, fds, _, _ = socket.recv_fds(self.control, _MAX_REQUEST, _CALL_FDS)
+        if not message:
+            raise SystemExit(0)  # the host closed its end; the calls die with us
+        request: dict[str, Any] = json.loads(message)
+        try:
+            made = self.spares.pop() if self.spares and not request["network"] else None
+            if made is not None:
+                try:
+                    socket.send_fds(made[2], [b"call"], fds)
+                except OSError:  # it died: reaped when its pidfd says so
+                    made[2].close()
+                    made = None
+            if made is None:
+                made = self._clone(request["network"])
+                socket.send_fds(made[2], [b"call"], fds)
+        except OSError as exc:
+            self._send({"id": request["id"], "error": str(exc)})
+            return
+        finally:
+            for fd in fds:
+                os.close(fd)  # the call's processes hold them: the host sees EOF when they end
+        pid, pidfd, channel = made
+        channel.close()
+        self.calls[pid] = (request["id"], pidfd)
+        self._send({"id": request["id"], "pid": pid}, [pidfd])
+
+    def _clone(self, network: bool) -> tuple[int, int, Any]:
+        """A new process 1 of fresh namespaces, waiting on a channel of its own."""
+        import socket
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        flags = _CLONE_NEWPID | (0 if network else _CLONE_NEWNET)
+        flags |= _CLONE_NEWUSER if self.user_namespace else 0
+        gc.freeze()
+        try:
+            pid = clone(flags)
+        except BaseException:
+            ours.close()
+            theirs.close()
+            raise
+        if pid == 0:
+            ours.close()
+            self._leave()
+            raise Spare(theirs, self.user_namespace, self.host_ids)
+        theirs.close()
+        pidfd = os.pidfd_open(pid)
+        self.selector.register(pidfd, 1, pid)  # selectors.EVENT_READ
+        self.calls[pid] = (None, pidfd)  # no call yet
+        return pid, pidfd, ours
+
+    def _reap(self, pid: int) -> None:
+        _, status = os.waitpid(pid, 0)  # its pidfd is readable: it has exited
+        call_id, pidfd = self.calls.pop(pid)
+        self.selector.unregister(pidfd)
+        os.close(pidfd)
+        if call_id is not None:
+            self._send({"id": call_id, "status": os.waitstatus_to_exitcode(status)})
+        else:  # a spare died before its call (killed from outside?): pause the spares
+            self.no_spares_until = time.monotonic() + _SPARE_PAUSE_S
+            for unused in [s for s in self.spares if s[0] == pid]:
+                self.spares.remove(unused)
+                unused[2].close()
+
+    def _send(self, reply: dict[str, Any], fds: list[int] | None = None) -> None:
+        import socket
+
+        try:
+            socket.send_fds(self.control, [json.dumps(reply).encode()], fds or [])
+        except OSError:
+            raise SystemExit(0) from None  # the host is gone
+
+    def _leave(self) -> None:
+        """In a cloned process: drop everything of the server's (other calls' pidfds,
+        other spares' channels) before anything else runs."""
+        self.selector.close()
+        self.control.close()
+        for _, _, channel in self.spares:
+            channel.close()
+        for _, pidfd in self.calls.values():
+            os.close(pidfd)
+        self.spares.clear()
+        self.calls.clear()
+
+
+def spare(made: Spare) -> None:
+    """Process 1 of a call's namespaces, made by the server ahead of the call: fork the
+    script's process now, then wait for the call (its stdin, stdout, stderr and config),
+    hand it on to the script's process, and reap as ``launch`` does."""
+    import socket
+
+    channel = made.channel
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the server's death ends it
+    if made.user_namespace:  # not root: be root of a user namespace of our own
+        uid, gid = made.host_ids
+        for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"),
+                           ("gid_map", f"0 {gid} 1")):  # fmt: skip
+            with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
+                handle.write(text)
+    _close_all_but(channel.fileno())
+    os.setsid()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    child = os.fork()
+    if child == 0:
+        channel.close()
+        ours.close()
+        try:
+            config = _take_call(theirs)
+            if config.get("workdir"):
+                os.chdir(config["workdir"])
+            os.environ.clear()
+            os.environ.update(config["env"])
+        except BaseException as exc:
+            sys.stderr.write(f"tooldb sandbox: cannot start the call: {exc}\n")
+            os._exit(125)
+        _child(config)
+        return
+    theirs.close()
+    message, fds, _, _ = socket.recv_fds(channel, _MAX_REQUEST, _CALL_FDS)
+    channel.close()
+    if not message:
+        os._exit(0)  # the server is gone
+    try:
+        socket.send_fds(ours, [message], fds)
+        ours.close()
+        config = _stdio_and_config(fds)
+    except BaseException as exc:
+        sys.stderr.write(f"tooldb sandbox: cannot start the call: {exc}\n")
+        os._exit(125)
+    code = _reap(child, config["limits"])
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _take_call(channel: Any) -> dict[str, Any]:
+    """In the script's process of a spare: wait for the call from process 1."""
+    import socket
+
+    message, fds, _, _ = socket.recv_fds(channel, _MAX_REQUEST, _CALL_FDS)
+    channel.close()
+    if not message:
+        os._exit(0)  # process 1 is gone
+    return _stdio_and_config(fds)
+
+
+def _stdio_and_config(fds: list[int]) -> dict[str, Any]:
+    """Make the call's first three fds our stdio; read its config from the fourth."""
+    *stdio, memfd = fds
+    for target, fd in enumerate(stdio):
+        os.dup2(fd, target)
+        os.close(fd)
+    try:  # pread: process 1 and the script's process share the file's offset
+        config: dict[str, Any] = json.loads(os.pread(memfd, os.fstat(memfd).st_size, 0))
+    finally:
+        os.close(memfd)
+    return config
+
+
+def _close_all_but(keep: int) -> None:
+    top = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    os.closerange(3, keep)
+    os.closerange(keep + 1, max(top, keep + 1))
+
+
+def main() -> None:
+    if sys.argv[1] == "--serve":
+        try:
+            Zygote(int(sys.argv[2]), int(sys.argv[3])).serve()
+        except Spare as cloned:
+            made = cloned.with_traceback(None)
+        spare(made)  # not in the except block: the call would see Spare as its context
+        return
+    launch(json.loads(sys.argv[1]))
 
 
 if __name__ == "__main__":
