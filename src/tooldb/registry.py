@@ -500,17 +500,21 @@ class Registry(Catalog):
         ``inline=True`` does that hop's work on the calling thread instead: for a caller
         that owns its loop and has nothing else to run meanwhile (agents/loop.py).
         """
-        one_hop = InlineCall(
-            lambda: self._bind_recording_rejects(name, arguments, run_id),
-            lambda bound: (self._executor(bound.tool), self._timeout(bound.tool, timeout_s)),
-            lambda bound, outcome: self._finish(bound, outcome, run_id),
-        )
-        try:
+        if inline:  # nothing runs meanwhile, so nobody can give up halfway: no InlineCall
             with calling(self):
-                step = one_hop.in_thread() if inline else await run_blocking(one_hop.in_thread)
-        except asyncio.CancelledError:
-            one_hop.give_up()
-            raise
+                step = self._call_inline(name, arguments, run_id, timeout_s)
+        else:
+            one_hop = InlineCall(
+                lambda: self._bind_recording_rejects(name, arguments, run_id),
+                lambda bound: (self._executor(bound.tool), self._timeout(bound.tool, timeout_s)),
+                lambda bound, outcome: self._finish(bound, outcome, run_id),
+            )
+            try:
+                with calling(self):
+                    step = await run_blocking(one_hop.in_thread)
+            except asyncio.CancelledError:
+                one_hop.give_up()
+                raise
         if isinstance(step, ToolResult):  # a blocking tool: bound, run and recorded there
             return step
         bound = step
@@ -571,6 +575,20 @@ class Registry(Catalog):
             )
         )
 
+    def _call_inline(
+        self, name: str, arguments: Any, run_id: str | None, timeout_s: float | None
+    ) -> ToolResult | BoundCall:
+        """``InlineCall.in_thread`` on the calling thread, for a caller with nothing else
+        to run meanwhile: bind; a blocking tool is also run and recorded (its ToolResult),
+        anything else comes back bound for the caller to run on its loop."""
+        bound = self._bind_recording_rejects(name, arguments, run_id)
+        executor = self._executor(bound.tool)
+        blocking = getattr(executor, "blocking", None)
+        if blocking is None or not blocking(bound.tool):
+            return bound
+        outcome = execute(executor, bound, self._timeout(bound.tool, timeout_s))
+        return self._finish(bound, outcome, run_id)
+
     def _bind_recording_rejects(self, name: str, arguments: Any, run_id: str | None) -> BoundCall:
         tool, binder = self._resolve(name)
         try:
@@ -615,7 +633,8 @@ class Registry(Catalog):
         return entry
 
     def _executor(self, tool: ToolRecord) -> Executor:
-        return executor_for(self.executors, tool.spec.kind)
+        executor = self.executors.get(tool.spec.kind)
+        return executor if executor is not None else executor_for(self.executors, tool.spec.kind)
 
     def _timeout(self, tool: ToolRecord, override: float | None) -> float | None:
         if override is not None:

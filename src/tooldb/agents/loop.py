@@ -16,12 +16,12 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..context import use_access, use_context
+from ..context import enter_call, leave_call
 from ..errors import ArgumentError, ModelError, ToolDBError
-from ..models.base import Message, Model, ModelTurn, ToolCall, ToolChoice, Usage
+from ..models.base import Message, Model, ModelTurn, ToolCall, ToolChoice
 from ..parallel import run_sync
 from ..types import LoopContext, RunResult, RunStatus, SkillSpec, ToolResult, ToolUse
 from . import builtins
@@ -113,7 +113,8 @@ class _Run:
         self.owns_loop = owns_loop and parent is None
         self.tracer = loop.tracer.for_run()
         self.history: list[ToolUse] = []
-        self.usage = Usage()
+        self.input_tokens = 0
+        self.output_tokens = 0
         self.iteration = 0
         self.calls_made = 0
         self.argument_errors: Counter[str] = Counter()
@@ -173,8 +174,7 @@ class _Run:
                 return self._partial(f"reached the time limit of {self.limits.timeout_s:g} s")
             choice = self._choice()
             try:
-                async with asyncio.timeout(remaining):  # no extra task, unlike wait_for
-                    turn = await self._model_turn(messages, choice)
+                turn = await self._model_turn(messages, choice)
             except TimeoutError:
                 return self._partial(f"reached the time limit of {self.limits.timeout_s:g} s")
             except ModelError as exc:
@@ -183,7 +183,9 @@ class _Run:
                 return self._failed(
                     f"model {self.loop.model.id} failed: {type(exc).__name__}: {exc}"
                 )
-            self.usage = self.usage + turn.usage
+            usage = turn.usage
+            self.input_tokens += usage.input_tokens
+            self.output_tokens += usage.output_tokens
             assistant = turn.message()
             messages.append(assistant)
             if turn.text.strip():
@@ -248,9 +250,25 @@ class _Run:
         return choice
 
     async def _model_turn(self, messages: list[Message], choice: ToolChoice) -> ModelTurn:
+        """The model's turn, under the run's time limit. A model that answers without
+        suspending (scripted and function models, a cached reply) cannot be interrupted
+        by asyncio anyway, so the limit's timer is armed only once the turn suspends:
+        no timer handle and context copy per turn for those."""
         tools = self.toolbox.schemas()  # also with "none": providers need them for history
         with self.tracer.model_span(self.loop.model.id, self.iteration) as span:
-            turn = await self.loop.model.complete(messages, tools, choice)
+            pending = self.loop.model.complete(messages, tools, choice)
+            steps = pending.__await__() if hasattr(pending, "__await__") else None
+            if steps is None:
+                turn = await pending  # not awaitable: the TypeError the model's bug deserves
+            else:
+                try:
+                    first = steps.send(None)
+                except StopIteration as done:
+                    turn = done.value
+                else:
+                    remaining = self.deadline - time.perf_counter()
+                    async with asyncio.timeout(remaining):  # no extra task, unlike wait_for
+                        turn = await _Resumed(steps, first)
             span.set_usage(turn)
             return turn
 
@@ -264,6 +282,7 @@ class _Run:
         context = _TurnContext(self)
         pending = []
         outcomes: list[ToolResult | None] = []
+        parsed = [_parse_arguments(call) for call in calls]
         for index, call in enumerate(calls):
             if index >= budget:
                 outcomes.append(
@@ -275,7 +294,7 @@ class _Run:
                 continue
             self.calls_made += 1
             outcomes.append(None)
-            pending.append((index, self._one(call, context, inline=len(calls) == 1)))
+            pending.append((index, self._one(call, parsed[index], context, inline=len(calls) == 1)))
         if len(pending) == 1:  # no task for a lone call
             done = [await pending[0][1]]
         else:
@@ -283,10 +302,10 @@ class _Run:
         for (index, _), result in zip(pending, done, strict=True):
             outcomes[index] = result
         out: list[Message] = []
-        for call, outcome in zip(calls, outcomes, strict=True):
+        for call, (arguments, problem), outcome in zip(calls, parsed, outcomes, strict=True):
             assert outcome is not None
             result = outcome
-            self._remember(call, result)
+            self._remember(call, arguments if problem is None else call.arguments, result)
             out.append(
                 Message.tool_result(
                     call,
@@ -296,9 +315,16 @@ class _Run:
             )
         return out, over_budget
 
-    async def _one(self, call: ToolCall, context: _TurnContext, *, inline: bool) -> ToolResult:
+    async def _one(
+        self,
+        call: ToolCall,
+        parsed: tuple[dict[str, Any], str | None],
+        context: _TurnContext,
+        *,
+        inline: bool,
+    ) -> ToolResult:
         with self.tracer.tool_span(call.name, call.id) as span:
-            arguments, problem = _parse_arguments(call)
+            arguments, problem = parsed
             if problem is not None:
                 result = ToolResult.failure(problem)
             else:
@@ -307,12 +333,11 @@ class _Run:
             span.set_result(result)
         return result
 
-    def _remember(self, call: ToolCall, result: ToolResult) -> None:
-        arguments, problem = _parse_arguments(call)
+    def _remember(self, call: ToolCall, arguments: Any, result: ToolResult) -> None:
         self.history.append(
             ToolUse(
                 tool=call.name,
-                arguments=arguments if problem is None else call.arguments,
+                arguments=arguments,
                 success=result.success,
                 output=result.output[:2000],
                 error=result.error,
@@ -345,11 +370,9 @@ class _Run:
             problem = access_problem(self.toolbox.records[name], level)
             if problem is not None:
                 return ToolResult.failure(problem)
+        scope = enter_call(context, level)
         try:
-            with use_context(context), use_access(level):
-                result = await self.registry.acall(
-                    name, arguments, run_id=self.run_id, inline=inline
-                )
+            result = await self.registry.acall(name, arguments, run_id=self.run_id, inline=inline)
         except ArgumentError as exc:
             self.argument_errors[name] += 1
             left = retries - self.argument_errors[name] + 1
@@ -364,6 +387,8 @@ class _Run:
             return ToolResult.failure(str(exc))
         except Exception as exc:
             return ToolResult.failure(f"{type(exc).__name__}: {exc}")
+        finally:
+            leave_call(scope)
         if not result.success and _needs_retry(result):
             return self._retry_hint(name, result)
         return result
@@ -398,8 +423,8 @@ class _Run:
             parent_run_id=self.parent.run_id if self.parent else None,
             iterations=self.iteration,
             tool_calls=list(self.history),
-            input_tokens=self.usage.input_tokens,
-            output_tokens=self.usage.output_tokens,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
             duration_ms=(time.perf_counter() - self.started) * 1000,
         )
 
@@ -431,6 +456,37 @@ class _Run:
             "state": self.state,  # shared by the run tree: persisted as each run ends
         }
         self.log.finish(result)
+
+
+class _Resumed:
+    """Awaits the rest of an awaitable whose first step the caller already took (``steps``
+    is its ``__await__`` iterator, ``first`` what that step yielded): what ``await``
+    would have done, but with the first step taken outside (see ``_model_turn``)."""
+
+    __slots__ = ("_first", "_steps")
+
+    def __init__(self, steps: Any, first: Any) -> None:
+        self._steps = steps
+        self._first = first
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        steps, pending = self._steps, self._first
+        while True:
+            try:
+                sent = yield pending
+            except GeneratorExit:
+                steps.close()
+                raise
+            except BaseException as exc:  # cancellation (the time limit) goes in too
+                try:
+                    pending = steps.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    pending = steps.send(sent)
+                except StopIteration as done:
+                    return done.value
 
 
 def _needs_retry(result: ToolResult) -> bool:

@@ -11,6 +11,8 @@ import json
 import time
 from typing import Any
 
+from pydantic_core import PydanticSerializationError
+
 from ..models.base import Message
 from ..recording import storable_text
 from ..stores import MessageRow, Store
@@ -79,9 +81,16 @@ class RunLog:
 
 
 def _storable(message: Message) -> str:
-    data = message.model_dump(mode="json", exclude_defaults=True)
-    data["role"] = message.role
-    return _json_text(data)
+    """The message as JSON text, fields at their defaults left out (``role`` has none).
+    pydantic-core writes it in one step; text it cannot write (a lone surrogate) or
+    that PostgreSQL would reject (a NUL) takes ``_json_text``'s clean-up instead."""
+    try:
+        text = message.model_dump_json(exclude_defaults=True)
+    except PydanticSerializationError:
+        text = "\\u0000"  # clean up below
+    if "\\u0000" not in text:
+        return text
+    return _json_text(message.model_dump(mode="json", exclude_defaults=True))
 
 
 def _json_text(value: Any) -> str:

@@ -30,17 +30,39 @@ class DeadlineExceeded(BaseException):
     """Raised inside the tool's thread when its time is up."""
 
 
-@contextmanager
-def deadline(seconds: float | None) -> Iterator[None]:
-    """Run the block under a deadline; raises DeadlineExceeded when it is exceeded."""
-    if seconds is None or seconds <= 0:
-        yield
-    elif _can_use_alarm():
-        with _alarm(seconds):
-            yield
-    else:
-        with _WATCHDOG.guard(seconds):
-            yield
+class deadline:
+    """Run the block under a deadline; raises DeadlineExceeded when it is exceeded.
+
+    A plain class rather than a generator-based context manager: it wraps every call
+    of a Python tool."""
+
+    __slots__ = ("_guard", "_seconds")
+
+    def __init__(self, seconds: float | None) -> None:
+        self._seconds = seconds
+        self._guard: Any = None
+
+    def __enter__(self) -> None:
+        seconds = self._seconds
+        if seconds is None or seconds <= 0:
+            return
+        if _can_use_alarm():
+            _arm(seconds)
+            self._guard = _ALARM
+        else:
+            guard = _WATCHDOG.guard(seconds)
+            guard.__enter__()
+            self._guard = guard
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> bool | None:
+        guard = self._guard
+        if guard is None:
+            return None
+        self._guard = None
+        if guard is _ALARM:
+            _disarm()
+            return None
+        return guard.__exit__(kind, value, traceback)
 
 
 def _can_use_alarm() -> bool:
@@ -73,20 +95,19 @@ def _on_alarm(_signum: int, _frame: Any) -> None:
         raise DeadlineExceeded
 
 
-@contextmanager
-def _alarm(seconds: float) -> Iterator[None]:
+def _arm(seconds: float) -> None:
     """Installing a handler costs more than the call of a trivial tool, so ours stays
     installed once set (it ignores an alarm when no deadline is armed); only the timer
-    is set and cleared per call."""
+    is set and cleared per call (``_disarm``)."""
     if _handler() is not _on_alarm:
         signal.signal(signal.SIGALRM, _on_alarm)
     _ALARM.armed = True
     signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        _ALARM.armed = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _disarm() -> None:
+    _ALARM.armed = False
+    signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 class _Timer:

@@ -10,6 +10,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from pydantic_core import PydanticSerializationError, to_json
 from sqlalchemy.pool import PoolProxiedConnection
 
 from .schema import calls
@@ -47,13 +48,24 @@ _PG_INSERT_CALL_AND_STATS = (
 
 
 def call_params(row: dict[str, Any], counted: bool) -> tuple[tuple[Any, ...], Stats | None]:
-    """The insert's parameters (arguments serialised as the ``JSON`` column type would)
-    and, for a counted call of a registered tool, what it adds to the tool's figures."""
-    values = (json.dumps(row["arguments"]), *_call_values(row))
+    """The insert's parameters (arguments as JSON text) and, for a counted call of a
+    registered tool, what it adds to the tool's figures."""
+    values = (json_text(row["arguments"]), *_call_values(row))
     tool_id = row["tool_id"]
     if not counted or tool_id is None:
         return values, None
     return values, (1 if row["success"] else 0, row["duration_ms"], row["started_at"], tool_id)
+
+
+def json_text(value: Any) -> str:
+    """JSON text of a JSON-able value: pydantic-core's encoder (compact, UTF-8), several
+    times faster than ``json.dumps`` on the small values of every call; NaN and infinities
+    as ``json.dumps`` writes them. A string holding a lone surrogate, which UTF-8 cannot
+    carry, takes ``json.dumps`` and its escapes."""
+    try:
+        return to_json(value, inf_nan_mode="constants").decode()
+    except PydanticSerializationError:
+        return json.dumps(value)
 
 
 def insert_call(cursor: Any, dialect: str, values: tuple[Any, ...], stats: Stats | None) -> int:

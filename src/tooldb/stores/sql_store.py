@@ -98,22 +98,11 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         with self._guard():  # a failed checkout arrives wrapped by SQLAlchemy
             return self.engine.raw_connection()
 
-    @contextmanager
-    def _raw(self, failed: str = "failed") -> Iterator[PoolProxiedConnection]:
+    def _raw(self, failed: str = "failed") -> _RawConnection:
         """A DBAPI connection for prebuilt SQL (``_checkout``), given back whatever
         happens; a driver error becomes a StoreError naming the store (``failed`` says
         what the store did: "failed", "rejected a write" ...)."""
-        connection = self._checkout()
-        try:
-            yield connection
-        except self._dbapi.Error as exc:
-            self._checkin(connection, exc)
-            verb = "rejected a write" if isinstance(exc, self._dbapi.IntegrityError) else failed
-            raise StoreError(f"store {self.url} {verb}: {_first_line(exc)}") from exc
-        except BaseException as exc:  # e.g. interrupted mid-transaction: start afresh
-            self._checkin(connection, exc)
-            raise
-        self._checkin(connection, None)
+        return _RawConnection(self, failed)
 
     def _fetch_prebuilt(self, query: Prebuilt, values: dict[str, Any]) -> list[tuple[Any, ...]]:
         """Rows of a prebuilt read, outside any transaction (autocommit on PostgreSQL)."""
@@ -485,6 +474,33 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
             raise StoreError(f"store {self.url} failed: {_first_line(exc)}") from exc
         except IntegrityError as exc:
             raise StoreError(f"store {self.url} rejected a write: {_first_line(exc)}") from exc
+
+
+class _RawConnection:
+    """``SQLStore._raw``'s context manager: a plain class, as three statements of every
+    agent turn go through it."""
+
+    __slots__ = ("_connection", "_failed", "_store")
+
+    def __init__(self, store: SQLStore, failed: str) -> None:
+        self._store = store
+        self._failed = failed
+
+    def __enter__(self) -> PoolProxiedConnection:
+        self._connection = self._store._checkout()
+        return self._connection
+
+    def __exit__(self, kind: Any, exc: Any, traceback: Any) -> None:
+        store = self._store
+        if exc is None:
+            store._checkin(self._connection, None)
+            return
+        store._checkin(self._connection, exc)  # e.g. interrupted mid-transaction: start afresh
+        if isinstance(exc, store._dbapi.Error):
+            verb = (
+                "rejected a write" if isinstance(exc, store._dbapi.IntegrityError) else self._failed
+            )
+            raise StoreError(f"store {store.url} {verb}: {_first_line(exc)}") from exc
 
 
 def _first_line(exc: Exception) -> str:
