@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -44,8 +44,7 @@ _SPEC_COLUMNS = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class ToolHead:
+class ToolHead(NamedTuple):
     """The few columns the call path needs to decide whether its cache is current."""
 
     id: int
