@@ -23,6 +23,7 @@ from ..context import enter_call, leave_call
 from ..errors import ArgumentError, ModelError, ToolDBError
 from ..models.base import Message, Model, ModelTurn, ToolCall, ToolChoice
 from ..parallel import run_sync
+from ..stores import RunMessages
 from ..types import LoopContext, RunResult, RunStatus, SkillSpec, ToolResult, ToolUse
 from . import builtins
 from .access import access_problem
@@ -204,9 +205,10 @@ class _Run:
                     return self._partial(f"the model returned {empty_turns} empty turns")
                 continue
             empty_turns = 0
-            results, over_budget = await self._calls(turn.tool_calls, messages)
+            results, over_budget, persisted = await self._calls(turn.tool_calls, assistant)
             messages.extend(results)
-            self.log.add(self.iteration, [assistant, *results])
+            if not persisted:
+                self.log.add(self.iteration, [assistant, *results])
             self.iteration += 1
             if over_budget:
                 return self._partial(
@@ -274,15 +276,20 @@ class _Run:
 
     # -- tool calls --------------------------------------------------------
     async def _calls(
-        self, calls: list[ToolCall], messages: list[Message]
-    ) -> tuple[list[Message], bool]:
-        """Run one turn's calls concurrently; tool messages in call order."""
+        self, calls: list[ToolCall], assistant: Message
+    ) -> tuple[list[Message], bool, bool]:
+        """Run one turn's calls concurrently: the tool messages in call order, whether the
+        limit of tool calls was reached, and whether the turn's messages (``assistant``
+        and the tool messages) are persisted already: a lone call's record carries them
+        in its transaction (``_TurnRows``), else the caller appends them."""
         budget = self.limits.max_tool_calls - self.calls_made
         over_budget = len(calls) > budget
         context = _TurnContext(self)
         pending = []
         outcomes: list[ToolResult | None] = []
         parsed = [_parse_arguments(call) for call in calls]
+        lone = len(calls) == 1 and budget > 0
+        turn_rows = _TurnRows(self, assistant, calls[0]) if lone else None
         for index, call in enumerate(calls):
             if index >= budget:
                 outcomes.append(
@@ -294,7 +301,7 @@ class _Run:
                 continue
             self.calls_made += 1
             outcomes.append(None)
-            pending.append((index, self._one(call, parsed[index], context, inline=len(calls) == 1)))
+            pending.append((index, self._one(call, parsed[index], context, turn_rows)))
         if len(pending) == 1:  # no task for a lone call
             done = [await pending[0][1]]
         else:
@@ -304,32 +311,32 @@ class _Run:
         out: list[Message] = []
         for call, (arguments, problem), outcome in zip(calls, parsed, outcomes, strict=True):
             assert outcome is not None
-            result = outcome
-            self._remember(call, arguments if problem is None else call.arguments, result)
-            out.append(
-                Message.tool_result(
-                    call,
-                    result.output if result.success else f"Error: {result.error}",
-                    is_error=not result.success,
-                )
-            )
-        return out, over_budget
+            self._remember(call, arguments if problem is None else call.arguments, outcome)
+            written = turn_rows.written(outcome) if turn_rows is not None else None
+            out.append(written or _tool_message(call, outcome))
+        return out, over_budget, turn_rows is not None and turn_rows.message is not None
 
     async def _one(
         self,
         call: ToolCall,
         parsed: tuple[dict[str, Any], str | None],
         context: _TurnContext,
-        *,
-        inline: bool,
+        turn_rows: _TurnRows | None = None,
     ) -> ToolResult:
+        """One call; ``turn_rows`` for a turn's lone call, which may run inline."""
         with self.tracer.tool_span(call.name, call.id) as span:
             arguments, problem = parsed
             if problem is not None:
                 result = ToolResult.failure(problem)
             else:
-                inline = inline and self.owns_loop and threading.current_thread() is MAIN_THREAD
-                result = await self._dispatch(call.name, arguments, context, inline=inline)
+                inline = (
+                    turn_rows is not None
+                    and self.owns_loop
+                    and threading.current_thread() is MAIN_THREAD
+                )
+                result = await self._dispatch(
+                    call.name, arguments, context, inline=inline, turn_rows=turn_rows
+                )
             span.set_result(result)
         return result
 
@@ -348,7 +355,13 @@ class _Run:
         )
 
     async def _dispatch(
-        self, name: str, arguments: dict[str, Any], context: _TurnContext, *, inline: bool = False
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        context: _TurnContext,
+        *,
+        inline: bool = False,
+        turn_rows: _TurnRows | None = None,
     ) -> ToolResult:
         builtin = self.toolbox.builtins.get(name)
         if builtin is not None:
@@ -372,7 +385,9 @@ class _Run:
                 return ToolResult.failure(problem)
         scope = enter_call(context, level)
         try:
-            result = await self.registry.acall(name, arguments, run_id=self.run_id, inline=inline)
+            result = await self.registry.acall(
+                name, arguments, run_id=self.run_id, inline=inline, record_also=turn_rows
+            )
         except ArgumentError as exc:
             self.argument_errors[name] += 1
             left = retries - self.argument_errors[name] + 1
@@ -456,6 +471,52 @@ class _Run:
             "state": self.state,  # shared by the run tree: persisted as each run ends
         }
         self.log.finish(result)
+
+
+def _tool_message(call: ToolCall, result: ToolResult) -> Message:
+    """What the model is told of a call's result."""
+    return Message.tool_result(
+        call,
+        result.output if result.success else f"Error: {result.error}",
+        is_error=not result.success,
+    )
+
+
+class _TurnRows:
+    """A turn's messages (its assistant message, the tool message of its lone call) for
+    the transaction of that call's record (``Registry.acall``'s ``record_also``): one
+    commit per turn instead of two, and the messages never lag behind the record.
+
+    The registry hands over the result before recording it; a result whose text the
+    loop still rewrites (``needs_retry``) is declined and the turn appended as usual.
+    ``written(result)`` afterwards: the tool message already persisted, if any."""
+
+    __slots__ = ("_assistant", "_call", "_result", "_run", "message")
+
+    def __init__(self, run: _Run, assistant: Message, call: ToolCall) -> None:
+        self._run = run
+        self._assistant = assistant
+        self._call = call
+        self._result: ToolResult | None = None
+        self.message: Message | None = None
+
+    def __call__(self, result: ToolResult) -> RunMessages | None:
+        if not result.success and _needs_retry(result):
+            return None
+        message = _tool_message(self._call, result)
+        rows = self._run.log.rows(self._run.iteration, [self._assistant, message])
+        self._result, self.message = result, message
+        return rows
+
+    def written(self, result: ToolResult) -> Message | None:
+        """The tool message for ``result`` if the record's transaction wrote the turn
+        (the loop got back the very result, and the registry recorded it)."""
+        if self.message is None:
+            return None
+        if result is not self._result or result.call_id is None:
+            self.message = None  # not recorded (a store failure): the caller appends
+            return None
+        return self.message
 
 
 class _Resumed:

@@ -22,7 +22,9 @@ _CALL_COLUMNS = (
 _call_values = operator.itemgetter(*_CALL_COLUMNS[1:])
 #: What a counted call adds to its tool: (success 0 or 1, duration_ms, started_at, tool_id).
 Stats = tuple[int, float, float, int]
-CallWriter = Callable[[PoolProxiedConnection, tuple[Any, ...], Stats | None], int]
+#: Further statements for the call's transaction, given its cursor (a run's messages).
+Also = Callable[[Any], object]
+CallWriter = Callable[[PoolProxiedConnection, tuple[Any, ...], Stats | None, Also | None], int]
 
 _SQLITE_INSERT_CALL = (
     f"INSERT INTO calls ({', '.join(_CALL_COLUMNS)}) VALUES ({', '.join('?' * len(_CALL_COLUMNS))})"
@@ -84,15 +86,20 @@ def insert_call(cursor: Any, dialect: str, values: tuple[Any, ...], stats: Stats
 
 
 def _write_call_sqlite(
-    connection: PoolProxiedConnection, values: tuple[Any, ...], stats: Stats | None
+    connection: PoolProxiedConnection,
+    values: tuple[Any, ...],
+    stats: Stats | None,
+    also: Also | None = None,
 ) -> int:
-    """Insert and update inside ``BEGIN IMMEDIATE`` (the write lock up front, as in
-    sqlite.py), committed before returning."""
+    """Insert and update (and ``also``) inside ``BEGIN IMMEDIATE`` (the write lock up
+    front, as in sqlite.py), committed before returning."""
     cursor = connection.cursor()
     try:
         cursor.execute("BEGIN IMMEDIATE")
         try:
             call_id = insert_call(cursor, "sqlite", values, stats)
+            if also is not None:
+                also(cursor)
             cursor.execute("COMMIT")
         except BaseException:
             connection.rollback()
@@ -103,12 +110,27 @@ def _write_call_sqlite(
 
 
 def _write_call_postgres(
-    connection: PoolProxiedConnection, values: tuple[Any, ...], stats: Stats | None
+    connection: PoolProxiedConnection,
+    values: tuple[Any, ...],
+    stats: Stats | None,
+    also: Also | None = None,
 ) -> int:
     """One statement in autocommit mode: atomic on its own, and one round trip instead
     of four (BEGIN, INSERT, UPDATE, COMMIT). The pooled connection goes back to
-    transactional mode afterwards, as SQLAlchemy's own pre-ping does."""
+    transactional mode afterwards, as SQLAlchemy's own pre-ping does. With ``also``,
+    that statement and ``also``'s in one transaction."""
     driver: Any = connection.dbapi_connection
+    if also is not None:
+        try:
+            with driver.cursor() as cursor:
+                call_id = insert_call(cursor, "postgresql", values, stats)
+                also(cursor)
+            driver.commit()
+        except BaseException:
+            if not driver.closed:
+                driver.rollback()
+            raise
+        return call_id
     driver.autocommit = True
     try:
         with driver.cursor() as cursor:

@@ -20,7 +20,7 @@ from sqlalchemy.pool import PoolProxiedConnection
 from ..errors import StoreError, UsageError
 from ..types import CallRecord, ErrorKind, ToolRecord, ToolSpec, ToolStats, ToolVersion
 from . import migrate
-from .agent_rows import AgentRows
+from .agent_rows import AgentRows, RunMessages, message_writer
 from .bulk_calls import BulkCalls
 from .call_sql import CALL_WRITERS, call_params
 from .health_rows import HealthRows
@@ -426,7 +426,9 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         ]
 
     # -- calls -------------------------------------------------------------
-    def record_call(self, row: dict[str, Any], *, counted: bool) -> int:
+    def record_call(
+        self, row: dict[str, Any], *, counted: bool, messages: RunMessages | None = None
+    ) -> int:
         """Append one call and, if it ran, fold it into the tool's statistics atomically.
 
         This runs on every call, so it skips SQLAlchemy's statement building, compiled
@@ -434,10 +436,12 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         driver's own paramstyle on a pooled DBAPI connection, with the arguments
         serialised here as the ``JSON`` column type would. It is still one transaction,
         committed before this returns. ``row`` holds every column of ``calls`` but ``id``.
+        ``messages`` of a run are appended in the same transaction (an agent turn's).
         """
         values, stats = call_params(row, counted)
+        also = message_writer(self.dialect, messages) if messages else None
         with self._raw() as connection:
-            return self._write_call(connection, values, stats)
+            return self._write_call(connection, values, stats, also)
 
     def list_calls(
         self,
