@@ -19,6 +19,8 @@ from collections import Counter
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import from_json
+
 from ..context import enter_call, leave_call
 from ..errors import ArgumentError, ModelError, ToolDBError
 from ..models.base import Message, Model, ModelTurn, ToolCall, ToolChoice
@@ -585,7 +587,11 @@ def _parse_arguments(call: ToolCall) -> tuple[dict[str, Any], str | None]:
     if not text:
         return {}, None
     try:
-        value = json.loads(text)
+        value = from_json(text)  # several times faster than json.loads on a few keys
+    except (ValueError, TypeError):  # TypeError: text with a lone surrogate
+        value = _NOT_PARSED
+    try:  # what it rejects (lone surrogates, raw or escaped): json.loads, and its message
+        value = json.loads(text) if value is _NOT_PARSED else value
     except ValueError as exc:
         return {}, (
             f"the arguments for {call.name!r} are not valid JSON ({exc}); send a JSON object "
@@ -596,6 +602,9 @@ def _parse_arguments(call: ToolCall) -> tuple[dict[str, Any], str | None]:
             f"the arguments for {call.name!r} must be a JSON object, got {type(value).__name__}"
         )
     return value, None
+
+
+_NOT_PARSED = object()
 
 
 def _unknown_tool(name: str, available: list[str]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ..errors import ModelError
 from .base import Message, ModelTurn, StopReason, ToolCall, ToolChoice, ToolSchema, Usage
@@ -81,6 +81,9 @@ class ScriptedModel:
         return turn
 
 
+#: What a decide function returns when it answers at once (exact types: no ABC check).
+_TURN_TYPES = frozenset({str, ToolCall, list, ModelTurn, dict})
+
 Decide = Callable[[list[Message], list[ToolSchema], ToolChoice], TurnLike | Awaitable[TurnLike]]
 
 
@@ -96,7 +99,7 @@ class FunctionModel:
         self, messages: list[Message], tools: list[ToolSchema], tool_choice: ToolChoice
     ) -> ModelTurn:
         value = self.function(list(messages), list(tools), tool_choice)
-        if inspect.isawaitable(value):
+        if type(value) not in _TURN_TYPES and inspect.isawaitable(value):
             value = await value
-        turn = as_turn(value, self.id)
+        turn = as_turn(cast(TurnLike, value), self.id)
         return turn if turn.model else turn.model_copy(update={"model": self.id})

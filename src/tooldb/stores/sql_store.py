@@ -172,7 +172,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         DBAPI connection (about 15 µs on SQLite instead of 160 µs through Core)."""
         with self._raw() as connection:
             row = _read_one(connection, self.dialect, (tenant, name))
-        return ToolHead(row[0], row[1], row[2], bool(row[3])) if row else None
+        return ToolHead(row[0], row[1], row[2], bool(row[3])) if row is not None else None
 
     def get_tool(self, tenant: str, name: str) -> ToolRecord | None:
         query = sa.select(tools).where(tools.c.tenant == tenant, tools.c.name == name)
@@ -568,6 +568,9 @@ def _read_one(
     """The tool head row, outside any transaction (autocommit on PostgreSQL, as in the
     call writer; SQLite connections are in autocommit mode already, see sqlite.py)."""
     driver: Any = connection.dbapi_connection
+    if dialect == "sqlite":  # the connection's own cursor, closed as it is dropped
+        row = driver.execute(_TOOL_HEAD["sqlite"], params).fetchone()
+        return tuple(row) if row is not None else None
     postgres = dialect == "postgresql"
     sql = _TOOL_HEAD[dialect]
     if postgres:
