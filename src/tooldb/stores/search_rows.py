@@ -74,11 +74,16 @@ def search_statements(dialect: sa.Dialect) -> dict[str, Prebuilt]:
     """The three statements every ``select`` runs, compiled once for ``dialect``:
     the tenant's generation, the candidates' live statistics, the decision's insert."""
     id_match: sa.ColumnElement[bool]
+    tenant_match: sa.ColumnElement[bool] = tools.c.tenant == sa.bindparam("tenant")
     if dialect.name == "sqlite":  # ids as one JSON array parameter, whatever their number
         ids: sa.Select[Any] = sa.select(sa.literal_column("value")).select_from(
             sa.func.json_each(sa.bindparam("ids"))
         )
         id_match = tools.c.id.in_(ids.scalar_subquery())
+        # ``+tools.tenant``: SQLite's planner would otherwise walk the tenant's index
+        # over every tool of the tenant (1,000 tools: 450 µs) instead of looking the
+        # pool's ids up by rowid (150 µs); the unary plus keeps that index out
+        tenant_match = sa.literal_column("+tools.tenant") == sa.bindparam("tenant")
     else:
         id_match = tools.c.id == sa.func.any(sa.bindparam("ids"))
     live = sa.select(
@@ -86,7 +91,7 @@ def search_statements(dialect: sa.Dialect) -> dict[str, Prebuilt]:
         _windowed("usage_count"),
         _windowed("success_count"),
         _windowed("total_duration_ms"),
-    ).where(tools.c.tenant == sa.bindparam("tenant"), id_match)
+    ).where(tenant_match, id_match)
     state = sa.select(tenant_state.c.generation, tenant_state.c.removals).where(
         tenant_state.c.tenant == sa.bindparam("tenant")
     )

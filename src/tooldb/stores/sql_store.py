@@ -7,6 +7,7 @@ figures stay exact under any number of concurrent writers.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.pool import PoolProxiedConnection
 
 from ..errors import StoreError, UsageError
-from ..types import CallRecord, ErrorKind, ToolRecord, ToolSpec, ToolStats, ToolVersion
+from ..types import STORED, CallRecord, ErrorKind, ToolRecord, ToolSpec, ToolVersion
 from . import migrate
 from .agent_rows import AgentRows, RunMessages, message_writer
 from .bulk_calls import BulkCalls
@@ -105,6 +106,10 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
 
     def _fetch_prebuilt(self, query: Prebuilt, values: dict[str, Any]) -> list[tuple[Any, ...]]:
         """Rows of a prebuilt read, outside any transaction (autocommit on PostgreSQL)."""
+        return self._fetch_sql(query.sql, query.params(values))
+
+    def _fetch_sql(self, sql: str, params: Any) -> list[tuple[Any, ...]]:
+        """Rows of a read in the driver's SQL and paramstyle (see ``_fetch_prebuilt``)."""
         with self._raw() as connection:
             driver: Any = connection.dbapi_connection
             postgres = self.dialect == "postgresql"
@@ -113,7 +118,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
             try:
                 cursor = driver.cursor()
                 try:
-                    cursor.execute(query.sql, query.params(values))
+                    cursor.execute(sql, params)
                     return [tuple(row) for row in cursor.fetchall()]
                 finally:
                     cursor.close()
@@ -185,11 +190,21 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         that do not exist are absent from the result."""
         wanted = list(dict.fromkeys(names))
         found: dict[str, ToolRecord] = {}
-        with self._guard(), self._reader.connect() as conn:
-            for start in range(0, len(wanted), 500):  # well under any bound-parameter limit
-                chunk = wanted[start : start + 500]
-                query = sa.select(tools).where(tools.c.tenant == tenant, tools.c.name.in_(chunk))
-                found.update((row.name, _record(row)) for row in conn.execute(query))
+        mark = "?" if self.dialect == "sqlite" else "%s"
+        for start in range(0, len(wanted), 500):  # well under any bound-parameter limit
+            chunk = wanted[start : start + 500]
+            # the driver's SQL, not Core: Core's statement building and result processing
+            # cost more than the query (an agent run's opening toolbox reads up to k tools)
+            sql = (
+                f"SELECT {', '.join(_RECORD_READ)} FROM tools WHERE tenant = {mark}"
+                f" AND name IN ({', '.join([mark] * len(chunk))})"
+            )
+            for row in self._fetch_sql(sql, (tenant, *chunk)):
+                values = dict(zip(_RECORD_READ, row, strict=True))
+                for key in _JSON_SPEC_COLUMNS:
+                    if isinstance(values[key], str):  # SQLite keeps JSON as text
+                        values[key] = json.loads(values[key])
+                found[values["name"]] = _record(values)
         return found
 
     def list_tools(
@@ -511,24 +526,22 @@ def _first_line(exc: Exception) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
-def _record(row: sa.Row[Any]) -> ToolRecord:
-    spec = ToolSpec(name=row.name, **{key: row._mapping[key] for key in _SPEC_COLUMNS})
-    return ToolRecord(
-        id=row.id,
-        tenant=row.tenant,
-        spec=spec,
-        version=row.version,
-        content_hash=row.content_hash,
-        enabled=bool(row.enabled),
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        stats=ToolStats(
-            usage_count=row.usage_count,
-            success_count=row.success_count,
-            total_duration_ms=row.total_duration_ms,
-            last_used=row.last_used,
-        ),
-    )
+def _record(row: sa.Row[Any] | dict[str, Any]) -> ToolRecord:
+    """A ToolRecord from a row of ``tools`` (or a dict of its columns, JSON decoded)."""
+    mapping = row if isinstance(row, dict) else row._mapping
+    spec = {"name": mapping["name"], **{key: mapping[key] for key in _SPEC_COLUMNS}}
+    stats = {key: mapping[key] for key in _STATS_COLUMNS}
+    record = {key: mapping[key] for key in _RECORD_COLUMNS}
+    record["enabled"] = bool(record["enabled"])
+    # the spec's text was checked when it was stored (ToolSpec's STORED context)
+    return ToolRecord.model_validate({**record, "spec": spec, "stats": stats}, context=STORED)
+
+
+_STATS_COLUMNS = ("usage_count", "success_count", "total_duration_ms", "last_used")
+_RECORD_COLUMNS = ("id", "tenant", "version", "content_hash", "enabled", "created_at", "updated_at")
+#: The columns ``_record`` reads, for the raw read of ``get_tools``.
+_RECORD_READ = ("name", *_SPEC_COLUMNS, *_RECORD_COLUMNS, *_STATS_COLUMNS)
+_JSON_SPEC_COLUMNS = ("parameters", "metadata")
 
 
 def _call_record(row: sa.Row[Any]) -> CallRecord:
