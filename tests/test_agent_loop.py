@@ -207,3 +207,107 @@ def test_nul_and_lone_surrogates_are_persisted_cleanly(reg: Registry) -> None:
     assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
     assert all("\x00" not in json.dumps(m) for m in messages)
     assert "ü 🙂" in messages[-1]["content"] and "\\x00" in messages[-1]["content"]
+
+
+def _appends(reg: Registry, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The roles of every separate ``append_run_messages`` of the store, in order."""
+    appended: list[list[str]] = []
+    original = reg.store.append_run_messages
+
+    def spy(run_id: str, rows: list[tuple[int, int, str, str]]) -> None:
+        appended.append([role for _, _, role, _ in rows])
+        original(run_id, rows)
+
+    monkeypatch.setattr(reg.store, "append_run_messages", spy)
+    return appended
+
+
+def test_a_lone_calls_turn_commits_with_its_call_record(
+    reg: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One commit per turn of one call: its messages ride in the call record's
+    transaction. Other turns (arguments rejected, two calls, the answer) append theirs."""
+    appended = _appends(reg, monkeypatch)
+    model = ScriptedModel(
+        [
+            call("add", {"a": 1, "b": 2}),
+            call("add", {"a": "x"}),
+            [call("add", {"a": 2, "b": 2}), call("echo", {"text": "hi"})],
+            call("echo", {"text": "ho"}),
+            "done",
+        ]
+    )
+    result = AgentLoop(reg, model, tools=["add", "echo"]).run("add things")
+    assert result.status is RunStatus.SUCCESS
+    stored = reg.store.run_messages(result.run_id)
+    assert [m["seq"] for m in stored] == list(range(11))
+    assert [(m["iteration"], m["role"], m.get("content", "")) for m in stored] == [
+        (0, "user", "add things"),
+        (0, "assistant", ""),
+        (0, "tool", "3"),
+        (1, "assistant", ""),
+        (1, "tool", f"Error: {result.tool_calls[1].error}"),
+        (2, "assistant", ""),
+        (2, "tool", "4"),
+        (2, "tool", "hi"),
+        (3, "assistant", ""),
+        (3, "tool", "ho"),
+        (4, "assistant", "done"),
+    ]
+    assert stored[4]["is_error"] and "expected integer" in stored[4]["content"]
+    assert stored[1]["tool_calls"][0]["name"] == "add" and stored[2]["tool_call_id"]
+    assert appended == [
+        ["user"],
+        ["assistant", "tool"],
+        ["assistant", "tool", "tool"],
+        ["assistant"],
+    ]
+    recorded = reg.calls(run_id=result.run_id)
+    assert len(recorded) == 5  # the rejected arguments are logged too
+    ran = sorted(c.id for c in recorded if c.error_kind is None)
+    assert sorted(u.call_id for u in result.tool_calls if u.call_id is not None) == ran
+
+
+def test_a_turn_is_appended_when_its_call_is_not_recorded(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recording off, or a call record that fails: the turn's messages still persist."""
+    from tooldb import Settings
+    from tooldb import open as open_registry
+    from tooldb.errors import StoreError
+
+    reg = open_registry(store_url, settings=Settings(url=store_url, record_calls=False))
+    try:
+        reg.add(st.add)
+        appended = _appends(reg, monkeypatch)
+        model = ScriptedModel([call("add", {"a": 1, "b": 2}), "3"])
+        result = AgentLoop(reg, model, tools=["add"]).run("add")
+        assert result.tool_calls[0].output == "3" and result.tool_calls[0].call_id is None
+        assert appended == [["user"], ["assistant", "tool"], ["assistant"]]
+        assert reg.calls(run_id=result.run_id) == []
+    finally:
+        reg.close()
+
+    reg = open_registry(store_url, settings=Settings(url=store_url))
+    try:
+        reg.add(st.add)
+        appended = _appends(reg, monkeypatch)
+        record_call = reg.store.record_call
+
+        def failing(row: dict[str, object], **kwargs: object) -> int:
+            if kwargs.get("messages"):
+                raise StoreError("store x failed: disk I/O error")
+            return record_call(row, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(reg.store, "record_call", failing)
+        model = ScriptedModel([call("add", {"a": 1, "b": 2}), "no luck"])
+        result = AgentLoop(reg, model, tools=["add"]).run("add")
+        assert result.status is RunStatus.SUCCESS
+        assert result.tool_calls[0].error == "store x failed: disk I/O error"
+        stored = reg.store.run_messages(result.run_id)
+        assert [m["role"] for m in stored] == ["user", "assistant", "tool", "assistant"]
+        assert stored[2]["content"] == "Error: store x failed: disk I/O error"
+        assert [m["seq"] for m in stored] == [0, 3, 4, 5]  # the failed write's seqs stay used
+        assert appended == [["user"], ["assistant", "tool"], ["assistant"]]
+    finally:
+        reg.close()

@@ -277,6 +277,18 @@ def test_get_many_reads_tools_in_one_go_and_skips_unknown_names(registry: Regist
     assert len(found) == 600 and "ghost" not in found
     assert found["t3"].enabled is False and found["t599"].spec.description == "tool 599"
     assert registry.get_many([]) == {}
+    # the same records as one-by-one reads: spec (JSON columns decoded), state, stats
+    registry.add({
+        "name": "t7", "description": "tool 7 ü", "target": "tests.sample_tools:echo",
+        "parameters": {"text": {"type": "string"}}, "metadata": {"owner": "ops"},
+        "timeout_s": 2.5,
+    })  # fmt: skip
+    registry.call("t7", {"text": "hi"})
+    fresh = registry.get_many(["t7", "t3"])
+    assert fresh["t7"] == registry.get("t7") and fresh["t7"].stats.usage_count == 1
+    assert fresh["t3"] == registry.get("t3")
+    assert fresh["t7"].spec.parameters["properties"]["text"]["type"] == "string"
+    assert fresh["t7"].spec.metadata == {"owner": "ops"} and fresh["t7"].version == 2
 
 
 def test_a_mixed_batch_keeps_order_and_statuses(registry: Registry) -> None:

@@ -124,3 +124,26 @@ def test_settings_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: object) 
     monkeypatch.setenv("TOOLDB_RECORD_CALLS", "maybe")
     with pytest.raises(UsageError, match="record_calls"):
         Settings.load()
+
+
+def test_live_stats_looks_candidates_up_by_rowid_on_sqlite(sqlite_url: str) -> None:
+    """Selection reads the pool's statistics by id; SQLite must not walk the tenant's
+    index over all of its tools to do so (the unary plus in search_rows.py)."""
+    import json
+
+    reg = tooldb.open(sqlite_url, settings=Settings(url=sqlite_url, embedder="hash"))
+    try:
+        reg.add(*[
+            {"name": f"t{i}", "description": f"tool {i}", "target": "tests.sample_tools:echo"}
+            for i in range(30)
+        ])  # fmt: skip
+        store = reg.store
+        query = store._search_sql["live_stats"]
+        params = query.params({"tenant": reg.tenant, "ids": json.dumps([1, 2, 3])})
+        with store.engine.connect() as conn:
+            plan = conn.exec_driver_sql("EXPLAIN QUERY PLAN " + query.sql, params).all()
+        assert any("INTEGER PRIMARY KEY" in row[-1] for row in plan), plan
+        assert set(store.live_stats(reg.tenant, [1, 2, 3])) == {1, 2, 3}
+        assert store.live_stats("another tenant", [1, 2, 3]) == {}
+    finally:
+        reg.close()

@@ -285,15 +285,21 @@ class Binder:
         self.closed = schema.get("additionalProperties", True) is False
         self._validator = _validator(schema)
         self._certainly_valid = compile_flat(schema)
+        #: (name, default, whether each use needs a copy): defaults filled in per call
+        self._defaults = [
+            (name, prop["default"], type(prop["default"]) not in _IMMUTABLE)
+            for name, prop in self.properties.items()
+            if isinstance(prop, dict) and "default" in prop
+        ]
 
     def bind(self, raw: Any) -> dict[str, Any]:
         """Return completed keyword arguments, or raise ArgumentError naming every problem."""
         arguments = self._parse(raw)
         problems = self._unknown(arguments)
         arguments = {name: self._coerce(name, value) for name, value in arguments.items()}
-        for name, prop in self.properties.items():
-            if name not in arguments and isinstance(prop, dict) and "default" in prop:
-                arguments[name] = copy.deepcopy(prop["default"])
+        for name, default, mutable in self._defaults:
+            if name not in arguments:
+                arguments[name] = copy.deepcopy(default) if mutable else default
         known = (
             {k: v for k, v in arguments.items() if k in self.properties} if problems else arguments
         )
@@ -305,6 +311,8 @@ class Binder:
         return arguments
 
     def _parse(self, raw: Any) -> dict[str, Any]:
+        if type(raw) is dict and all(type(key) is str for key in raw):  # the usual case
+            return dict(raw)
         if raw is None:
             return {}
         if isinstance(raw, str | bytes):
@@ -345,11 +353,13 @@ class Binder:
     def _unknown(self, arguments: dict[str, Any]) -> list[_Problem]:
         if not self.closed:
             return []
+        unknown = [name for name in arguments if name not in self.properties]
+        if not unknown:
+            return []
         accepted = _trim(", ".join(repr(n) for n in self.properties) or "none", 400)
         return [
             _Problem(f"unknown parameter {_trim(repr(name))} (accepted: {accepted})", name)
-            for name in arguments
-            if name not in self.properties
+            for name in unknown
         ]
 
     def _coerce(self, name: str, value: Any) -> Any:
@@ -423,6 +433,15 @@ class Binder:
 
 def _non_finite(arguments: dict[str, Any]) -> list[_Problem]:
     """NaN and Infinity are not JSON: an open parameter must not carry them into the log."""
+    for value in arguments.values():  # most calls: plain values only, nothing to walk
+        kind = type(value)
+        if kind is float:
+            if not math.isfinite(value):
+                break
+        elif kind not in _SCALARS:
+            break
+    else:
+        return []
     stack: list[tuple[str, Any]] = [("", arguments)]
     seen: set[int] = set()  # a Python caller may pass a list that contains itself
     while stack:  # iterative: values may be nested deeper than the recursion limit
@@ -439,6 +458,12 @@ def _non_finite(arguments: dict[str, Any]) -> list[_Problem]:
             if isinstance(value, Mapping | list | tuple):
                 stack.append((_join(prefix, key), value))
     return []
+
+
+#: Types whose values cannot be or hold a non-finite number (exactly these types).
+_SCALARS = frozenset({str, int, bool, type(None)})
+#: Default values that a call may share rather than get a deep copy of.
+_IMMUTABLE = _SCALARS | {float}
 
 
 def _missing(path: str, schema: dict[str, Any], instance: Any) -> list[_Problem]:

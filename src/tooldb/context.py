@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING
 
 from .errors import UsageError
@@ -65,16 +65,39 @@ def use_context(context: ContextSource) -> Iterator[None]:
         _CURRENT.reset(token)
 
 
+#: What ``enter_call`` set, for ``leave_call``.
+CallScope = tuple[Token[ContextSource | None], Token[str | None]]
+
+
+def enter_call(context: ContextSource, level: str | None) -> CallScope:
+    """``use_context`` and ``use_access`` at once, without two generator-based context
+    managers (the agent loop does this around every call): pair with ``leave_call``
+    in a ``finally``."""
+    return _CURRENT.set(context), _ACCESS.set(level)
+
+
+def leave_call(scope: CallScope) -> None:
+    _ACCESS.reset(scope[1])
+    _CURRENT.reset(scope[0])
+
+
 _CALLING: ContextVar[Registry | None] = ContextVar("tooldb_calling_registry", default=None)
 
 
-@contextmanager
-def calling(registry: Registry) -> Iterator[None]:
-    token = _CALLING.set(registry)
-    try:
-        yield
-    finally:
-        _CALLING.reset(token)
+class calling:
+    """Sets the registry running the call in progress (``current_registry``) for the
+    block: a plain class, as it wraps every call."""
+
+    __slots__ = ("_registry", "_token")
+
+    def __init__(self, registry: Registry) -> None:
+        self._registry = registry
+
+    def __enter__(self) -> None:
+        self._token = _CALLING.set(self._registry)
+
+    def __exit__(self, *_: object) -> None:
+        _CALLING.reset(self._token)
 
 
 def current_registry() -> Registry:

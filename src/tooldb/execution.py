@@ -12,8 +12,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic_core import to_jsonable_python
 
@@ -22,8 +21,7 @@ from .executors import Executor, Rendered
 from .types import BoundCall, ErrorKind, Returns, ToolResult
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     """A result plus why it failed (None on success), for the recorder."""
 
     result: ToolResult
@@ -97,8 +95,16 @@ def _failed(exc: Exception, start: float, started_at: float) -> Outcome:
     return Outcome(result, kind, started_at)
 
 
+_SCALAR_TEXT = frozenset({Returns.SCALAR, Returns.TEXT})
+
+
 def render(value: Any, returns: Returns) -> tuple[str, Any]:
     """(output for a model, structured data) for a tool's return value."""
+    kind = type(value)
+    if kind is str:  # the usual results first: nothing to convert
+        return value, value
+    if kind is int and returns in _SCALAR_TEXT:
+        return str(value), value
     if isinstance(value, Rendered):
         return value.output, to_jsonable_python(value.data, fallback=repr)
     data = to_jsonable_python(value, fallback=repr)
@@ -106,6 +112,6 @@ def render(value: Any, returns: Returns) -> tuple[str, Any]:
         return "", None
     if isinstance(value, str):
         return value, data
-    if returns in {Returns.SCALAR, Returns.TEXT} and not isinstance(data, dict | list):
+    if returns in _SCALAR_TEXT and not isinstance(data, dict | list):
         return (json.dumps(data) if isinstance(data, bool) else str(data)), data
     return json.dumps(data, ensure_ascii=False, separators=(",", ": ")), data

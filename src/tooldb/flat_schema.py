@@ -93,6 +93,9 @@ def _property_test(prop: Any) -> Callable[[Any], bool] | None:
     ):
         return None
 
+    if enum is None and len(type_tests) == 1:
+        return type_tests[0]  # the usual property: one type, any value of it
+
     def test(value: Any) -> bool:
         if not any(type_test(value) for type_test in type_tests):
             return False

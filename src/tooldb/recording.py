@@ -16,7 +16,7 @@ from pydantic_core import to_jsonable_python
 
 from .execution import Outcome
 from .settings import Settings
-from .stores import Store
+from .stores import RunMessages, Store
 from .types import ErrorKind, ToolRecord
 
 
@@ -37,8 +37,11 @@ class Recorder:
         outcome: Outcome,
         *,
         run_id: str | None = None,
+        messages: RunMessages | None = None,
     ) -> int | None:
-        """Log one call; returns its id (None when recording is off)."""
+        """Log one call; returns its id (None when recording is off, when ``messages``
+        are not written either). ``messages`` of a run are written in the record's
+        transaction."""
         if not self.enabled:
             return None
         result = outcome.result
@@ -60,7 +63,7 @@ class Recorder:
             "started_at": outcome.started_at,
         }
         counted = outcome.error_kind is not ErrorKind.ARGUMENTS
-        return self.store.record_call(row, counted=counted)
+        return self.store.record_call(row, counted=counted, messages=messages)
 
 
 def storable_text(text: str | None) -> str | None:

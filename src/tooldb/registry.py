@@ -38,7 +38,7 @@ from .provenance import Explanation, Trace
 from .recording import Recorder, storable_text
 from .selection import Filters, Selector, Weights, check_request
 from .settings import Settings
-from .stores import PutOutcome, SQLStore, Store, ToolHead, open_store
+from .stores import PutOutcome, RunMessages, SQLStore, Store, ToolHead, open_store
 from .stores.migrate import HEAD
 from .tool_index import ToolIndex
 from .tools import BUILTIN_MODULES
@@ -494,6 +494,7 @@ class Registry(Catalog):
         run_id: str | None = None,
         timeout_s: float | None = None,
         inline: bool = False,
+        record_also: RecordAlso | None = None,
     ) -> ToolResult:
         """``call`` for code already inside an event loop.
 
@@ -503,18 +504,25 @@ class Registry(Catalog):
         awaiting task is cancelled while the tool runs, the call is recorded as cancelled.
         ``inline=True`` does that hop's work on the calling thread instead: for a caller
         that owns its loop and has nothing else to run meanwhile (agents/loop.py).
+        ``record_also`` (inline calls only) is given the result of a call that ran and
+        is recorded; the run messages it returns are written in the record's
+        transaction (the agent loop's turn: one commit instead of two).
         """
-        one_hop = InlineCall(
-            lambda: self._bind_recording_rejects(name, arguments, run_id),
-            lambda bound: (self._executor(bound.tool), self._timeout(bound.tool, timeout_s)),
-            lambda bound, outcome: self._finish(bound, outcome, run_id),
-        )
-        try:
+        if inline:  # nothing runs meanwhile, so nobody can give up halfway: no InlineCall
             with calling(self):
-                step = one_hop.in_thread() if inline else await run_blocking(one_hop.in_thread)
-        except asyncio.CancelledError:
-            one_hop.give_up()
-            raise
+                step = self._call_inline(name, arguments, run_id, timeout_s, record_also)
+        else:
+            one_hop = InlineCall(
+                lambda: self._bind_recording_rejects(name, arguments, run_id),
+                lambda bound: (self._executor(bound.tool), self._timeout(bound.tool, timeout_s)),
+                lambda bound, outcome: self._finish(bound, outcome, run_id),
+            )
+            try:
+                with calling(self):
+                    step = await run_blocking(one_hop.in_thread)
+            except asyncio.CancelledError:
+                one_hop.give_up()
+                raise
         if isinstance(step, ToolResult):  # a blocking tool: bound, run and recorded there
             return step
         bound = step
@@ -575,6 +583,25 @@ class Registry(Catalog):
             )
         )
 
+    def _call_inline(
+        self,
+        name: str,
+        arguments: Any,
+        run_id: str | None,
+        timeout_s: float | None,
+        also: RecordAlso | None = None,
+    ) -> ToolResult | BoundCall:
+        """``InlineCall.in_thread`` on the calling thread, for a caller with nothing else
+        to run meanwhile: bind; a blocking tool is also run and recorded (its ToolResult),
+        anything else comes back bound for the caller to run on its loop."""
+        bound = self._bind_recording_rejects(name, arguments, run_id)
+        executor = self._executor(bound.tool)
+        blocking = getattr(executor, "blocking", None)
+        if blocking is None or not blocking(bound.tool):
+            return bound
+        outcome = execute(executor, bound, self._timeout(bound.tool, timeout_s))
+        return self._finish(bound, outcome, run_id, also)
+
     def _bind_recording_rejects(self, name: str, arguments: Any, run_id: str | None) -> BoundCall:
         tool, binder = self._resolve(name)
         try:
@@ -584,9 +611,18 @@ class Registry(Catalog):
             self.recorder.record(tool, arguments, rejected, run_id=run_id)
             raise
 
-    def _finish(self, bound: BoundCall, outcome: Outcome, run_id: str | None) -> ToolResult:
+    def _finish(
+        self,
+        bound: BoundCall,
+        outcome: Outcome,
+        run_id: str | None,
+        also: RecordAlso | None = None,
+    ) -> ToolResult:
         result = outcome.result
-        result.call_id = self.recorder.record(bound.tool, bound.arguments, outcome, run_id=run_id)
+        messages = also(result) if also is not None and self.recorder.enabled else None
+        result.call_id = self.recorder.record(
+            bound.tool, bound.arguments, outcome, run_id=run_id, messages=messages
+        )
         return result
 
     def _resolve(self, name: str) -> tuple[ToolRecord, Binder]:
@@ -619,7 +655,8 @@ class Registry(Catalog):
         return entry
 
     def _executor(self, tool: ToolRecord) -> Executor:
-        return executor_for(self.executors, tool.spec.kind)
+        executor = self.executors.get(tool.spec.kind)
+        return executor if executor is not None else executor_for(self.executors, tool.spec.kind)
 
     def _timeout(self, tool: ToolRecord, override: float | None) -> float | None:
         if override is not None:
@@ -630,6 +667,10 @@ class Registry(Catalog):
 
     def _not_found(self, name: str) -> NotFound:
         return NotFound(f"no tool named {name!r} in tenant {self.tenant!r}")
+
+
+#: Given a call's result before it is recorded: run messages to write with the record.
+RecordAlso = Callable[[ToolResult], RunMessages | None]
 
 
 def _unmasked_url(store: Store, settings: Settings) -> str | None:

@@ -14,7 +14,14 @@ from collections.abc import Iterator
 from enum import StrEnum
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 MAX_NAME_LENGTH = 256
 
@@ -65,6 +72,12 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
+#: Validation context of a spec read back from the store (``ToolSpec.model_validate(...,
+#: context=STORED)``): its text was checked for storability when it was written, and a
+#: walk over every string of it is most of what reading a tool costs.
+STORED: dict[str, Any] = {"stored": True}
+
+
 class ToolSpec(BaseModel):
     """A tool definition: everything that, when changed, makes a new version."""
 
@@ -98,7 +111,9 @@ class ToolSpec(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _storable_text(self) -> ToolSpec:
+    def _storable_text(self, info: ValidationInfo) -> ToolSpec:
+        if info.context is STORED:  # read back from the store, which it entered checked
+            return self
         for text in _strings(self.model_dump(mode="json")):
             if "\x00" in text:
                 raise ValueError(f"text {text[:40]!r} contains a NUL character")

@@ -16,13 +16,16 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..context import use_access, use_context
+from pydantic_core import from_json
+
+from ..context import enter_call, leave_call
 from ..errors import ArgumentError, ModelError, ToolDBError
-from ..models.base import Message, Model, ModelTurn, ToolCall, ToolChoice, Usage
+from ..models.base import Message, Model, ModelTurn, ToolCall, ToolChoice
 from ..parallel import run_sync
+from ..stores import RunMessages
 from ..types import LoopContext, RunResult, RunStatus, SkillSpec, ToolResult, ToolUse
 from . import builtins
 from .access import access_problem
@@ -113,7 +116,8 @@ class _Run:
         self.owns_loop = owns_loop and parent is None
         self.tracer = loop.tracer.for_run()
         self.history: list[ToolUse] = []
-        self.usage = Usage()
+        self.input_tokens = 0
+        self.output_tokens = 0
         self.iteration = 0
         self.calls_made = 0
         self.argument_errors: Counter[str] = Counter()
@@ -173,8 +177,7 @@ class _Run:
                 return self._partial(f"reached the time limit of {self.limits.timeout_s:g} s")
             choice = self._choice()
             try:
-                async with asyncio.timeout(remaining):  # no extra task, unlike wait_for
-                    turn = await self._model_turn(messages, choice)
+                turn = await self._model_turn(messages, choice)
             except TimeoutError:
                 return self._partial(f"reached the time limit of {self.limits.timeout_s:g} s")
             except ModelError as exc:
@@ -183,7 +186,9 @@ class _Run:
                 return self._failed(
                     f"model {self.loop.model.id} failed: {type(exc).__name__}: {exc}"
                 )
-            self.usage = self.usage + turn.usage
+            usage = turn.usage
+            self.input_tokens += usage.input_tokens
+            self.output_tokens += usage.output_tokens
             assistant = turn.message()
             messages.append(assistant)
             if turn.text.strip():
@@ -202,9 +207,10 @@ class _Run:
                     return self._partial(f"the model returned {empty_turns} empty turns")
                 continue
             empty_turns = 0
-            results, over_budget = await self._calls(turn.tool_calls, messages)
+            results, over_budget, persisted = await self._calls(turn.tool_calls, assistant)
             messages.extend(results)
-            self.log.add(self.iteration, [assistant, *results])
+            if not persisted:
+                self.log.add(self.iteration, [assistant, *results])
             self.iteration += 1
             if over_budget:
                 return self._partial(
@@ -248,22 +254,44 @@ class _Run:
         return choice
 
     async def _model_turn(self, messages: list[Message], choice: ToolChoice) -> ModelTurn:
+        """The model's turn, under the run's time limit. A model that answers without
+        suspending (scripted and function models, a cached reply) cannot be interrupted
+        by asyncio anyway, so the limit's timer is armed only once the turn suspends:
+        no timer handle and context copy per turn for those."""
         tools = self.toolbox.schemas()  # also with "none": providers need them for history
         with self.tracer.model_span(self.loop.model.id, self.iteration) as span:
-            turn = await self.loop.model.complete(messages, tools, choice)
+            pending = self.loop.model.complete(messages, tools, choice)
+            steps = pending.__await__() if hasattr(pending, "__await__") else None
+            if steps is None:
+                turn = await pending  # not awaitable: the TypeError the model's bug deserves
+            else:
+                try:
+                    first = steps.send(None)
+                except StopIteration as done:
+                    turn = done.value
+                else:
+                    remaining = self.deadline - time.perf_counter()
+                    async with asyncio.timeout(remaining):  # no extra task, unlike wait_for
+                        turn = await _Resumed(steps, first)
             span.set_usage(turn)
             return turn
 
     # -- tool calls --------------------------------------------------------
     async def _calls(
-        self, calls: list[ToolCall], messages: list[Message]
-    ) -> tuple[list[Message], bool]:
-        """Run one turn's calls concurrently; tool messages in call order."""
+        self, calls: list[ToolCall], assistant: Message
+    ) -> tuple[list[Message], bool, bool]:
+        """Run one turn's calls concurrently: the tool messages in call order, whether the
+        limit of tool calls was reached, and whether the turn's messages (``assistant``
+        and the tool messages) are persisted already: a lone call's record carries them
+        in its transaction (``_TurnRows``), else the caller appends them."""
         budget = self.limits.max_tool_calls - self.calls_made
         over_budget = len(calls) > budget
         context = _TurnContext(self)
         pending = []
         outcomes: list[ToolResult | None] = []
+        parsed = [_parse_arguments(call) for call in calls]
+        lone = len(calls) == 1 and budget > 0
+        turn_rows = _TurnRows(self, assistant, calls[0]) if lone else None
         for index, call in enumerate(calls):
             if index >= budget:
                 outcomes.append(
@@ -275,7 +303,7 @@ class _Run:
                 continue
             self.calls_made += 1
             outcomes.append(None)
-            pending.append((index, self._one(call, context, inline=len(calls) == 1)))
+            pending.append((index, self._one(call, parsed[index], context, turn_rows)))
         if len(pending) == 1:  # no task for a lone call
             done = [await pending[0][1]]
         else:
@@ -283,36 +311,42 @@ class _Run:
         for (index, _), result in zip(pending, done, strict=True):
             outcomes[index] = result
         out: list[Message] = []
-        for call, outcome in zip(calls, outcomes, strict=True):
+        for call, (arguments, problem), outcome in zip(calls, parsed, outcomes, strict=True):
             assert outcome is not None
-            result = outcome
-            self._remember(call, result)
-            out.append(
-                Message.tool_result(
-                    call,
-                    result.output if result.success else f"Error: {result.error}",
-                    is_error=not result.success,
-                )
-            )
-        return out, over_budget
+            self._remember(call, arguments if problem is None else call.arguments, outcome)
+            written = turn_rows.written(outcome) if turn_rows is not None else None
+            out.append(written or _tool_message(call, outcome))
+        return out, over_budget, turn_rows is not None and turn_rows.message is not None
 
-    async def _one(self, call: ToolCall, context: _TurnContext, *, inline: bool) -> ToolResult:
+    async def _one(
+        self,
+        call: ToolCall,
+        parsed: tuple[dict[str, Any], str | None],
+        context: _TurnContext,
+        turn_rows: _TurnRows | None = None,
+    ) -> ToolResult:
+        """One call; ``turn_rows`` for a turn's lone call, which may run inline."""
         with self.tracer.tool_span(call.name, call.id) as span:
-            arguments, problem = _parse_arguments(call)
+            arguments, problem = parsed
             if problem is not None:
                 result = ToolResult.failure(problem)
             else:
-                inline = inline and self.owns_loop and threading.current_thread() is MAIN_THREAD
-                result = await self._dispatch(call.name, arguments, context, inline=inline)
+                inline = (
+                    turn_rows is not None
+                    and self.owns_loop
+                    and threading.current_thread() is MAIN_THREAD
+                )
+                result = await self._dispatch(
+                    call.name, arguments, context, inline=inline, turn_rows=turn_rows
+                )
             span.set_result(result)
         return result
 
-    def _remember(self, call: ToolCall, result: ToolResult) -> None:
-        arguments, problem = _parse_arguments(call)
+    def _remember(self, call: ToolCall, arguments: Any, result: ToolResult) -> None:
         self.history.append(
             ToolUse(
                 tool=call.name,
-                arguments=arguments if problem is None else call.arguments,
+                arguments=arguments,
                 success=result.success,
                 output=result.output[:2000],
                 error=result.error,
@@ -323,7 +357,13 @@ class _Run:
         )
 
     async def _dispatch(
-        self, name: str, arguments: dict[str, Any], context: _TurnContext, *, inline: bool = False
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        context: _TurnContext,
+        *,
+        inline: bool = False,
+        turn_rows: _TurnRows | None = None,
     ) -> ToolResult:
         builtin = self.toolbox.builtins.get(name)
         if builtin is not None:
@@ -345,11 +385,11 @@ class _Run:
             problem = access_problem(self.toolbox.records[name], level)
             if problem is not None:
                 return ToolResult.failure(problem)
+        scope = enter_call(context, level)
         try:
-            with use_context(context), use_access(level):
-                result = await self.registry.acall(
-                    name, arguments, run_id=self.run_id, inline=inline
-                )
+            result = await self.registry.acall(
+                name, arguments, run_id=self.run_id, inline=inline, record_also=turn_rows
+            )
         except ArgumentError as exc:
             self.argument_errors[name] += 1
             left = retries - self.argument_errors[name] + 1
@@ -364,6 +404,8 @@ class _Run:
             return ToolResult.failure(str(exc))
         except Exception as exc:
             return ToolResult.failure(f"{type(exc).__name__}: {exc}")
+        finally:
+            leave_call(scope)
         if not result.success and _needs_retry(result):
             return self._retry_hint(name, result)
         return result
@@ -398,8 +440,8 @@ class _Run:
             parent_run_id=self.parent.run_id if self.parent else None,
             iterations=self.iteration,
             tool_calls=list(self.history),
-            input_tokens=self.usage.input_tokens,
-            output_tokens=self.usage.output_tokens,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
             duration_ms=(time.perf_counter() - self.started) * 1000,
         )
 
@@ -431,6 +473,83 @@ class _Run:
             "state": self.state,  # shared by the run tree: persisted as each run ends
         }
         self.log.finish(result)
+
+
+def _tool_message(call: ToolCall, result: ToolResult) -> Message:
+    """What the model is told of a call's result."""
+    return Message.tool_result(
+        call,
+        result.output if result.success else f"Error: {result.error}",
+        is_error=not result.success,
+    )
+
+
+class _TurnRows:
+    """A turn's messages (its assistant message, the tool message of its lone call) for
+    the transaction of that call's record (``Registry.acall``'s ``record_also``): one
+    commit per turn instead of two, and the messages never lag behind the record.
+
+    The registry hands over the result before recording it; a result whose text the
+    loop still rewrites (``needs_retry``) is declined and the turn appended as usual.
+    ``written(result)`` afterwards: the tool message already persisted, if any."""
+
+    __slots__ = ("_assistant", "_call", "_result", "_run", "message")
+
+    def __init__(self, run: _Run, assistant: Message, call: ToolCall) -> None:
+        self._run = run
+        self._assistant = assistant
+        self._call = call
+        self._result: ToolResult | None = None
+        self.message: Message | None = None
+
+    def __call__(self, result: ToolResult) -> RunMessages | None:
+        if not result.success and _needs_retry(result):
+            return None
+        message = _tool_message(self._call, result)
+        rows = self._run.log.rows(self._run.iteration, [self._assistant, message])
+        self._result, self.message = result, message
+        return rows
+
+    def written(self, result: ToolResult) -> Message | None:
+        """The tool message for ``result`` if the record's transaction wrote the turn
+        (the loop got back the very result, and the registry recorded it)."""
+        if self.message is None:
+            return None
+        if result is not self._result or result.call_id is None:
+            self.message = None  # not recorded (a store failure): the caller appends
+            return None
+        return self.message
+
+
+class _Resumed:
+    """Awaits the rest of an awaitable whose first step the caller already took (``steps``
+    is its ``__await__`` iterator, ``first`` what that step yielded): what ``await``
+    would have done, but with the first step taken outside (see ``_model_turn``)."""
+
+    __slots__ = ("_first", "_steps")
+
+    def __init__(self, steps: Any, first: Any) -> None:
+        self._steps = steps
+        self._first = first
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        steps, pending = self._steps, self._first
+        while True:
+            try:
+                sent = yield pending
+            except GeneratorExit:
+                steps.close()
+                raise
+            except BaseException as exc:  # cancellation (the time limit) goes in too
+                try:
+                    pending = steps.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    pending = steps.send(sent)
+                except StopIteration as done:
+                    return done.value
 
 
 def _needs_retry(result: ToolResult) -> bool:
@@ -468,7 +587,11 @@ def _parse_arguments(call: ToolCall) -> tuple[dict[str, Any], str | None]:
     if not text:
         return {}, None
     try:
-        value = json.loads(text)
+        value = from_json(text)  # several times faster than json.loads on a few keys
+    except (ValueError, TypeError):  # TypeError: text with a lone surrogate
+        value = _NOT_PARSED
+    try:  # what it rejects (lone surrogates, raw or escaped): json.loads, and its message
+        value = json.loads(text) if value is _NOT_PARSED else value
     except ValueError as exc:
         return {}, (
             f"the arguments for {call.name!r} are not valid JSON ({exc}); send a JSON object "
@@ -479,6 +602,9 @@ def _parse_arguments(call: ToolCall) -> tuple[dict[str, Any], str | None]:
             f"the arguments for {call.name!r} must be a JSON object, got {type(value).__name__}"
         )
     return value, None
+
+
+_NOT_PARSED = object()
 
 
 def _unknown_tool(name: str, available: list[str]) -> str:

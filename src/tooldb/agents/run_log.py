@@ -2,7 +2,9 @@
 
 The row is written when the run starts (status ``running``), messages after every
 model turn and every batch of tool results, and the outcome when it ends; a run
-that is killed midway still shows its task and conversation up to that point.
+that is killed midway still shows its task and conversation up to that point. A
+turn of one call has its messages written in the transaction of that call's record
+(``rows``; agents/loop.py), so the record and the turn are committed together.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ import json
 import time
 from typing import Any
 
+from pydantic_core import PydanticSerializationError
+
 from ..models.base import Message
 from ..recording import storable_text
-from ..stores import MessageRow, Store
+from ..stores import MessageRow, RunMessages, Store
 from ..types import RunResult, RunStatus
 
 MAX_TASK_CHARS = 100_000
@@ -53,11 +57,16 @@ class RunLog:
         )
 
     def add(self, iteration: int, messages: list[Message]) -> None:
+        self.store.append_run_messages(self.run_id, self.rows(iteration, messages)[1])
+
+    def rows(self, iteration: int, messages: list[Message]) -> RunMessages:
+        """The rows that append these messages (their sequence numbers taken): for
+        ``add``, or for a transaction that writes them with something else."""
         rows: list[MessageRow] = []
         for message in messages:
             rows.append((self._seq, iteration, message.role, _storable(message)))
             self._seq += 1
-        self.store.append_run_messages(self.run_id, rows)
+        return self.run_id, rows
 
     def finish(self, result: RunResult) -> None:
         self.store.finish_run(
@@ -79,9 +88,16 @@ class RunLog:
 
 
 def _storable(message: Message) -> str:
-    data = message.model_dump(mode="json", exclude_defaults=True)
-    data["role"] = message.role
-    return _json_text(data)
+    """The message as JSON text, fields at their defaults left out (``role`` has none).
+    pydantic-core writes it in one step; text it cannot write (a lone surrogate) or
+    that PostgreSQL would reject (a NUL) takes ``_json_text``'s clean-up instead."""
+    try:
+        text = message.model_dump_json(exclude_defaults=True)
+    except PydanticSerializationError:
+        text = "\\u0000"  # clean up below
+    if "\\u0000" not in text:
+        return text
+    return _json_text(message.model_dump(mode="json", exclude_defaults=True))
 
 
 def _json_text(value: Any) -> str:

@@ -119,7 +119,40 @@ class Tracer:
         )
 
 
-NULL_TRACER = Tracer()
+class _NullSpan:
+    """The span context of the null tracer: one shared object, nothing to build."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> SpanHandle:
+        return _NULL_HANDLE
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+
+_NULL_HANDLE = SpanHandle()
+_NULL_SPAN = _NullSpan()
+
+
+class _NullTracer(Tracer):
+    """No OpenTelemetry: every span is the shared no-op (three per agent turn, so not
+    even an attribute dict is built)."""
+
+    def for_run(self) -> Tracer:
+        return self
+
+    def run_span(self, run_id: str, agent: str | None, model: str | None) -> Any:
+        return _NULL_SPAN
+
+    def model_span(self, model: str, iteration: int) -> Any:
+        return _NULL_SPAN
+
+    def tool_span(self, tool: str, call_id: str) -> Any:
+        return _NULL_SPAN
+
+
+NULL_TRACER: Tracer = _NullTracer()
 
 
 def _provider_installed() -> bool:

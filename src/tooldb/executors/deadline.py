@@ -30,29 +30,59 @@ class DeadlineExceeded(BaseException):
     """Raised inside the tool's thread when its time is up."""
 
 
-@contextmanager
-def deadline(seconds: float | None) -> Iterator[None]:
-    """Run the block under a deadline; raises DeadlineExceeded when it is exceeded."""
-    if seconds is None or seconds <= 0:
-        yield
-    elif _can_use_alarm():
-        with _alarm(seconds):
-            yield
-    else:
-        with _WATCHDOG.guard(seconds):
-            yield
+class deadline:
+    """Run the block under a deadline; raises DeadlineExceeded when it is exceeded.
+
+    A plain class rather than a generator-based context manager: it wraps every call
+    of a Python tool."""
+
+    __slots__ = ("_guard", "_seconds")
+
+    def __init__(self, seconds: float | None) -> None:
+        self._seconds = seconds
+        self._guard: Any = None
+
+    def __enter__(self) -> None:
+        seconds = self._seconds
+        if seconds is None or seconds <= 0:
+            return
+        handler = _alarm_handler()
+        if handler is not _UNUSABLE:
+            _arm(seconds, handler)
+            self._guard = _ALARM
+        else:
+            guard = _WATCHDOG.guard(seconds)
+            guard.__enter__()
+            self._guard = guard
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> bool | None:
+        guard = self._guard
+        if guard is None:
+            return None
+        self._guard = None
+        if guard is _ALARM:
+            _disarm()
+            return None
+        return guard.__exit__(kind, value, traceback)
 
 
-def _can_use_alarm() -> bool:
-    """The main thread, no deadline already running there, and SIGALRM free (default,
-    ignored, or ours from an earlier call): never take over an application's handler."""
-    if (
-        _ALARM.armed
-        or threading.current_thread() is not threading.main_thread()
-        or not hasattr(signal, "setitimer")
-    ):
-        return False
-    return _handler() in (signal.SIG_DFL, signal.SIG_IGN, None, _on_alarm)
+def _alarm_handler() -> Any:
+    """SIGALRM's current handler if a deadline can use the alarm, else ``_UNUSABLE``: the
+    main thread, no deadline already running there, and SIGALRM free (default, ignored,
+    or ours from an earlier call), so an application's handler is never taken over."""
+    if _ALARM.armed or not _HAS_ITIMER or threading.current_thread() is not threading.main_thread():
+        return _UNUSABLE
+    handler = _handler()
+    if handler is _on_alarm or handler in _FREE:
+        return handler
+    return _UNUSABLE
+
+
+_UNUSABLE = object()
+
+_HAS_ITIMER = hasattr(signal, "setitimer")
+#: Handlers that leave SIGALRM free for a deadline (no handler at all reads as None).
+_FREE = (signal.SIG_DFL, signal.SIG_IGN, None)
 
 
 def _handler() -> Any:
@@ -73,20 +103,19 @@ def _on_alarm(_signum: int, _frame: Any) -> None:
         raise DeadlineExceeded
 
 
-@contextmanager
-def _alarm(seconds: float) -> Iterator[None]:
+def _arm(seconds: float, handler: Any) -> None:
     """Installing a handler costs more than the call of a trivial tool, so ours stays
     installed once set (it ignores an alarm when no deadline is armed); only the timer
-    is set and cleared per call."""
-    if _handler() is not _on_alarm:
+    is set and cleared per call (``_disarm``). ``handler`` is SIGALRM's current one."""
+    if handler is not _on_alarm:
         signal.signal(signal.SIGALRM, _on_alarm)
     _ALARM.armed = True
     signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        _ALARM.armed = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _disarm() -> None:
+    _ALARM.armed = False
+    signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 class _Timer:

@@ -25,6 +25,8 @@ class PythonExecutor:
     def __init__(self) -> None:
         self._resolved: dict[str, Callable[..., Any]] = {}
         self._lock = threading.Lock()
+        #: Whether each resolved callable is a coroutine function (asked on every call).
+        self._is_async: dict[Callable[..., Any], bool] = {}
 
     def provide(self, target: str, func: Callable[..., Any]) -> None:
         """Use this callable for ``target`` (functions not importable by path, e.g. in tests)."""
@@ -48,27 +50,36 @@ class PythonExecutor:
 
     def blocking(self, tool: ToolRecord) -> bool:
         """A plain function: ``run`` in a worker thread is all ``arun`` would do."""
-        return not inspect.iscoroutinefunction(self._callable(tool))
+        return not self._async(self._callable(tool))
 
     def run(self, tool: ToolRecord, arguments: dict[str, Any], timeout_s: float | None) -> Any:
         func = self._callable(tool)
         arguments = with_context(tool, arguments)
-        if inspect.iscoroutinefunction(func):
+        if self._async(func):
             return _loop_thread().run(self._run_async(tool, func, arguments, timeout_s))
         try:
             with deadline(timeout_s):
                 value = func(**arguments)
         except DeadlineExceeded:
             raise _timeout(tool, timeout_s) from None
-        if inspect.isawaitable(value):
+        if type(value) not in _NOT_AWAITABLE and inspect.isawaitable(value):
             return _loop_thread().run(self._await(tool, value, timeout_s))
         return value
+
+    def _async(self, func: Callable[..., Any]) -> bool:
+        try:
+            known = self._is_async.get(func)
+        except TypeError:  # an unhashable callable object
+            return inspect.iscoroutinefunction(func)
+        if known is None:
+            known = self._is_async[func] = inspect.iscoroutinefunction(func)
+        return known
 
     async def arun(
         self, tool: ToolRecord, arguments: dict[str, Any], timeout_s: float | None
     ) -> Any:
         func = self._callable(tool)
-        if inspect.iscoroutinefunction(func):
+        if self._async(func):
             return await self._run_async(tool, func, with_context(tool, arguments), timeout_s)
         return await run_blocking(self.run, tool, arguments, timeout_s)
 
@@ -93,6 +104,10 @@ class PythonExecutor:
             return self.resolve(tool.spec.target)
         except DefinitionError as exc:
             raise ExecutionError(str(exc)) from None
+
+
+#: Return values that are certainly not awaitable (exact types): no ABC check for them.
+_NOT_AWAITABLE = frozenset({int, float, str, bool, type(None), dict, list, tuple, bytes})
 
 
 def with_context(tool: ToolRecord, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Role = Literal["system", "user", "assistant", "tool"]
 
+#: ``json.dumps(value, ensure_ascii=False)`` without building an encoder per call.
+_ARGUMENTS_TEXT = json.JSONEncoder(ensure_ascii=False).encode
+
 
 class ToolCall(BaseModel):
     """One call a model asked for: ``arguments`` is its JSON text, verbatim."""
@@ -34,7 +37,7 @@ class ToolCall(BaseModel):
             return "{}"
         if isinstance(value, str):
             return value
-        return json.dumps(value, ensure_ascii=False)
+        return _ARGUMENTS_TEXT(value)
 
 
 class Message(BaseModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ..errors import ModelError
 from .base import Message, ModelTurn, StopReason, ToolCall, ToolChoice, ToolSchema, Usage
@@ -24,18 +24,20 @@ def call(name: str, arguments: Any = None, id: str | None = None) -> ToolCall:
     return ToolCall(id=id or f"call_{next(_ids)}", name=name, arguments=arguments)
 
 
-def as_turn(value: TurnLike) -> ModelTurn:
-    """Text is an answer; a ToolCall or a list of them is a tool-calling turn."""
+def as_turn(value: TurnLike, model: str | None = None) -> ModelTurn:
+    """Text is an answer; a ToolCall or a list of them is a tool-calling turn. ``model``
+    names the model of a turn made here (a ModelTurn given keeps its own)."""
     if isinstance(value, ModelTurn):
         return value
     if isinstance(value, str):
-        return ModelTurn(text=value, stop_reason=StopReason.END)
+        return ModelTurn(text=value, stop_reason=StopReason.END, model=model)
     if isinstance(value, ToolCall):
         value = [value]
     if isinstance(value, list):
-        return ModelTurn(tool_calls=value, stop_reason=StopReason.TOOL_CALLS)
+        return ModelTurn(tool_calls=value, stop_reason=StopReason.TOOL_CALLS, model=model)
     if isinstance(value, dict):
-        return ModelTurn.model_validate(value)
+        turn = ModelTurn.model_validate(value)
+        return turn if turn.model or model is None else turn.model_copy(update={"model": model})
     raise TypeError(f"cannot make a model turn from {type(value).__name__}")
 
 
@@ -79,6 +81,9 @@ class ScriptedModel:
         return turn
 
 
+#: What a decide function returns when it answers at once (exact types: no ABC check).
+_TURN_TYPES = frozenset({str, ToolCall, list, ModelTurn, dict})
+
 Decide = Callable[[list[Message], list[ToolSchema], ToolChoice], TurnLike | Awaitable[TurnLike]]
 
 
@@ -94,7 +99,7 @@ class FunctionModel:
         self, messages: list[Message], tools: list[ToolSchema], tool_choice: ToolChoice
     ) -> ModelTurn:
         value = self.function(list(messages), list(tools), tool_choice)
-        if inspect.isawaitable(value):
+        if type(value) not in _TURN_TYPES and inspect.isawaitable(value):
             value = await value
-        turn = as_turn(value)
+        turn = as_turn(cast(TurnLike, value), self.id)
         return turn if turn.model else turn.model_copy(update={"model": self.id})

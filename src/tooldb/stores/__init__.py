@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from ..errors import UsageError
 from ..types import CallRecord, Progress, RunRecord, ToolRecord, ToolSpec, ToolVersion
-from .agent_rows import MessageRow
+from .agent_rows import MessageRow, RunMessages
 from .ooda_rows import CallLogScan
 from .search_rows import IndexRow, LiveStats, TenantState
 from .sql_store import PutOutcome, SQLStore, ToolHead
@@ -17,6 +17,7 @@ __all__ = [
     "LiveStats",
     "MessageRow",
     "PutOutcome",
+    "RunMessages",
     "SQLStore",
     "Store",
     "TenantState",
@@ -57,7 +58,9 @@ class Store(Protocol):
     def set_enabled(self, tenant: str, name: str, enabled: bool) -> bool: ...
     def remove_tool(self, tenant: str, name: str) -> bool: ...
     def tool_versions(self, tenant: str, name: str) -> list[ToolVersion]: ...
-    def record_call(self, row: dict[str, Any], *, counted: bool) -> int: ...
+    def record_call(
+        self, row: dict[str, Any], *, counted: bool, messages: RunMessages | None = None
+    ) -> int: ...
     def list_calls(
         self,
         tenant: str,

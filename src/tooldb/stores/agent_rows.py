@@ -23,6 +23,8 @@ from .schema import agents, decisions, run_messages, runs, skills
 
 #: (seq, iteration, role, the message as JSON text)
 MessageRow = tuple[int, int, str, str]
+#: Messages of one run to append: (run_id, rows).
+RunMessages = tuple[str, Sequence[MessageRow]]
 
 _RUN_COLUMNS = [c.name for c in runs.columns if c.name not in {"data", "metadata"}]
 
@@ -49,12 +51,7 @@ class AgentRows:
         """Append messages of one run in one transaction."""
         if not rows:
             return
-        now = time.time()
-        values = [
-            (run_id, seq, iteration, role, message, now) for seq, iteration, role, message in rows
-        ]
-        sql = _INSERT_MESSAGE[self.dialect]
-        self._write_prebuilt(lambda cursor: cursor.executemany(sql, values))
+        self._write_prebuilt(message_writer(self.dialect, (run_id, rows)))
 
     def finish_run(self, run_id: str, values: dict[str, Any]) -> None:
         """Store the run's outcome: every column of ``_RUN_END`` in ``values``, ``data``
@@ -231,6 +228,15 @@ _INSERT_MESSAGE = {
     "postgresql": "INSERT INTO run_messages (run_id, seq, iteration, role, message, created_at)"
     " VALUES (%s, %s, %s, %s, %s::jsonb, %s)",
 }
+
+
+def message_writer(dialect: str, messages: RunMessages) -> Callable[[Any], object]:
+    """What appends these messages with a cursor, inside the caller's transaction."""
+    run_id, rows = messages
+    now = time.time()
+    values = [(run_id, seq, iteration, role, text, now) for seq, iteration, role, text in rows]
+    sql = _INSERT_MESSAGE[dialect]
+    return lambda cursor: cursor.executemany(sql, values)
 
 
 def _json(value: Any) -> Any:

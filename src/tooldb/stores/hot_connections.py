@@ -20,6 +20,17 @@ from sqlalchemy.pool import PoolProxiedConnection, QueuePool
 
 from ..errors import StoreError
 
+#: Forks this process descends from: a connection opened before a fork is never used
+#: after it (cheaper to compare per statement than ``os.getpid()``, a system call).
+_FORKS = [0]
+
+
+def _forked() -> None:
+    _FORKS[0] += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
 
 class HotConnections:
     """One detached DBAPI connection per thread (and process), closed with the store."""
@@ -38,8 +49,9 @@ class HotConnections:
         return engine.dialect.name == "sqlite" and isinstance(engine.pool, QueuePool)
 
     def get(self) -> PoolProxiedConnection:
-        connection: PoolProxiedConnection | None = getattr(self._local, "connection", None)
-        if connection is not None and self._local.pid == os.getpid() and not self._closed:
+        local = self._local
+        connection: PoolProxiedConnection | None = getattr(local, "connection", None)
+        if connection is not None and local.forks == _FORKS[0] and not self._closed:
             return connection
         with self._guard():
             connection = self._engine.raw_connection()
@@ -50,7 +62,7 @@ class HotConnections:
                 raise StoreError(f"store {self._engine.url!r} is closed")
             self._open.append(connection)
         self._local.connection = connection
-        self._local.pid = os.getpid()
+        self._local.forks = _FORKS[0]
         return connection
 
     def discard(self, connection: PoolProxiedConnection) -> None:

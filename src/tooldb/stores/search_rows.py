@@ -74,23 +74,24 @@ def search_statements(dialect: sa.Dialect) -> dict[str, Prebuilt]:
     """The three statements every ``select`` runs, compiled once for ``dialect``:
     the tenant's generation, the candidates' live statistics, the decision's insert."""
     id_match: sa.ColumnElement[bool]
+    tenant_match: sa.ColumnElement[bool] = tools.c.tenant == sa.bindparam("tenant")
     if dialect.name == "sqlite":  # ids as one JSON array parameter, whatever their number
         ids: sa.Select[Any] = sa.select(sa.literal_column("value")).select_from(
             sa.func.json_each(sa.bindparam("ids"))
         )
         id_match = tools.c.id.in_(ids.scalar_subquery())
+        # ``+tools.tenant``: SQLite's planner would otherwise walk the tenant's index
+        # over every tool of the tenant (1,000 tools: 450 µs) instead of looking the
+        # pool's ids up by rowid (150 µs); the unary plus keeps that index out
+        tenant_match = sa.literal_column("+tools.tenant") == sa.bindparam("tenant")
     else:
         id_match = tools.c.id == sa.func.any(sa.bindparam("ids"))
-    # By primary key only, the tenant checked on the rows: with ``tenant = ?`` in the WHERE
-    # clause SQLite drives the query from the tenant index and reads every tool of the
-    # tenant (5 ms at 25,000 tools) instead of the pool's 50.
     live = sa.select(
         tools.c.id,
         _windowed("usage_count"),
         _windowed("success_count"),
         _windowed("total_duration_ms"),
-        tools.c.tenant,
-    ).where(id_match)
+    ).where(tenant_match, id_match)
     state = sa.select(tenant_state.c.generation, tenant_state.c.removals).where(
         tenant_state.c.tenant == sa.bindparam("tenant")
     )
@@ -234,12 +235,10 @@ class SearchRows:
         if not ids:
             return {}
         wanted: Any = json.dumps(list(ids)) if self.dialect == "sqlite" else list(ids)
-        rows = self._fetch_prebuilt(self._search_sql["live_stats"], {"ids": wanted})
-        return {
-            int(row[0]): LiveStats(int(row[1]), int(row[2]), float(row[3]))
-            for row in rows
-            if row[4] == tenant
-        }
+        rows = self._fetch_prebuilt(
+            self._search_sql["live_stats"], {"tenant": tenant, "ids": wanted}
+        )
+        return {int(row[0]): LiveStats(int(row[1]), int(row[2]), float(row[3])) for row in rows}
 
     def pending_embeddings(
         self, tenant: str, embedder: str, *, after_id: int = 0, limit: int = 256

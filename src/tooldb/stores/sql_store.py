@@ -7,11 +7,12 @@ figures stay exact under any number of concurrent writers.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -19,6 +20,7 @@ from sqlalchemy.pool import PoolProxiedConnection
 
 from ..errors import StoreError, UsageError
 from ..types import (
+    STORED,
     CallRecord,
     ErrorKind,
     Progress,
@@ -28,7 +30,7 @@ from ..types import (
     ToolVersion,
 )
 from . import migrate
-from .agent_rows import AgentRows
+from .agent_rows import AgentRows, RunMessages, message_writer
 from .bulk_calls import BulkCalls
 from .call_sql import CALL_WRITERS, call_params
 from .health_rows import HealthRows
@@ -52,8 +54,7 @@ _SPEC_COLUMNS = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class ToolHead:
+class ToolHead(NamedTuple):
     """The few columns the call path needs to decide whether its cache is current."""
 
     id: int
@@ -106,25 +107,18 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         with self._guard():  # a failed checkout arrives wrapped by SQLAlchemy
             return self.engine.raw_connection()
 
-    @contextmanager
-    def _raw(self, failed: str = "failed") -> Iterator[PoolProxiedConnection]:
+    def _raw(self, failed: str = "failed") -> _RawConnection:
         """A DBAPI connection for prebuilt SQL (``_checkout``), given back whatever
         happens; a driver error becomes a StoreError naming the store (``failed`` says
         what the store did: "failed", "rejected a write" ...)."""
-        connection = self._checkout()
-        try:
-            yield connection
-        except self._dbapi.Error as exc:
-            self._checkin(connection, exc)
-            verb = "rejected a write" if isinstance(exc, self._dbapi.IntegrityError) else failed
-            raise StoreError(f"store {self.url} {verb}: {_first_line(exc)}") from exc
-        except BaseException as exc:  # e.g. interrupted mid-transaction: start afresh
-            self._checkin(connection, exc)
-            raise
-        self._checkin(connection, None)
+        return _RawConnection(self, failed)
 
     def _fetch_prebuilt(self, query: Prebuilt, values: dict[str, Any]) -> list[tuple[Any, ...]]:
         """Rows of a prebuilt read, outside any transaction (autocommit on PostgreSQL)."""
+        return self._fetch_sql(query.sql, query.params(values))
+
+    def _fetch_sql(self, sql: str, params: Any) -> list[tuple[Any, ...]]:
+        """Rows of a read in the driver's SQL and paramstyle (see ``_fetch_prebuilt``)."""
         with self._raw() as connection:
             driver: Any = connection.dbapi_connection
             postgres = self.dialect == "postgresql"
@@ -133,7 +127,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
             try:
                 cursor = driver.cursor()
                 try:
-                    cursor.execute(query.sql, query.params(values))
+                    cursor.execute(sql, params)
                     return [tuple(row) for row in cursor.fetchall()]
                 finally:
                     cursor.close()
@@ -192,7 +186,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         DBAPI connection (about 15 µs on SQLite instead of 160 µs through Core)."""
         with self._raw() as connection:
             row = _read_one(connection, self.dialect, (tenant, name))
-        return ToolHead(row[0], row[1], row[2], bool(row[3])) if row else None
+        return ToolHead(row[0], row[1], row[2], bool(row[3])) if row is not None else None
 
     def get_tool(self, tenant: str, name: str) -> ToolRecord | None:
         query = sa.select(tools).where(tools.c.tenant == tenant, tools.c.name == name)
@@ -205,11 +199,21 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         that do not exist are absent from the result."""
         wanted = list(dict.fromkeys(names))
         found: dict[str, ToolRecord] = {}
-        with self._guard(), self._reader.connect() as conn:
-            for start in range(0, len(wanted), 500):  # well under any bound-parameter limit
-                chunk = wanted[start : start + 500]
-                query = sa.select(tools).where(tools.c.tenant == tenant, tools.c.name.in_(chunk))
-                found.update((row.name, _record(row)) for row in conn.execute(query))
+        mark = "?" if self.dialect == "sqlite" else "%s"
+        for start in range(0, len(wanted), 500):  # well under any bound-parameter limit
+            chunk = wanted[start : start + 500]
+            # the driver's SQL, not Core: Core's statement building and result processing
+            # cost more than the query (an agent run's opening toolbox reads up to k tools)
+            sql = (
+                f"SELECT {', '.join(_RECORD_READ)} FROM tools WHERE tenant = {mark}"
+                f" AND name IN ({', '.join([mark] * len(chunk))})"
+            )
+            for row in self._fetch_sql(sql, (tenant, *chunk)):
+                values = dict(zip(_RECORD_READ, row, strict=True))
+                for key in _JSON_SPEC_COLUMNS:
+                    if isinstance(values[key], str):  # SQLite keeps JSON as text
+                        values[key] = json.loads(values[key])
+                found[values["name"]] = _record(values)
         return found
 
     def list_tools(
@@ -466,7 +470,9 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         ]
 
     # -- calls -------------------------------------------------------------
-    def record_call(self, row: dict[str, Any], *, counted: bool) -> int:
+    def record_call(
+        self, row: dict[str, Any], *, counted: bool, messages: RunMessages | None = None
+    ) -> int:
         """Append one call and, if it ran, fold it into the tool's statistics atomically.
 
         This runs on every call, so it skips SQLAlchemy's statement building, compiled
@@ -474,10 +480,12 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         driver's own paramstyle on a pooled DBAPI connection, with the arguments
         serialised here as the ``JSON`` column type would. It is still one transaction,
         committed before this returns. ``row`` holds every column of ``calls`` but ``id``.
+        ``messages`` of a run are appended in the same transaction (an agent turn's).
         """
         values, stats = call_params(row, counted)
+        also = message_writer(self.dialect, messages) if messages else None
         with self._raw() as connection:
-            return self._write_call(connection, values, stats)
+            return self._write_call(connection, values, stats, also)
 
     def list_calls(
         self,
@@ -515,29 +523,54 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
             raise StoreError(f"store {self.url} rejected a write: {_first_line(exc)}") from exc
 
 
+class _RawConnection:
+    """``SQLStore._raw``'s context manager: a plain class, as three statements of every
+    agent turn go through it."""
+
+    __slots__ = ("_connection", "_failed", "_store")
+
+    def __init__(self, store: SQLStore, failed: str) -> None:
+        self._store = store
+        self._failed = failed
+
+    def __enter__(self) -> PoolProxiedConnection:
+        self._connection = self._store._checkout()
+        return self._connection
+
+    def __exit__(self, kind: Any, exc: Any, traceback: Any) -> None:
+        store = self._store
+        if exc is None:
+            store._checkin(self._connection, None)
+            return
+        store._checkin(self._connection, exc)  # e.g. interrupted mid-transaction: start afresh
+        if isinstance(exc, store._dbapi.Error):
+            verb = (
+                "rejected a write" if isinstance(exc, store._dbapi.IntegrityError) else self._failed
+            )
+            raise StoreError(f"store {store.url} {verb}: {_first_line(exc)}") from exc
+
+
 def _first_line(exc: Exception) -> str:
     text = str(getattr(exc, "orig", exc) or exc)
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
-def _record(row: sa.Row[Any]) -> ToolRecord:
-    spec = ToolSpec(name=row.name, **{key: row._mapping[key] for key in _SPEC_COLUMNS})
-    return ToolRecord(
-        id=row.id,
-        tenant=row.tenant,
-        spec=spec,
-        version=row.version,
-        content_hash=row.content_hash,
-        enabled=bool(row.enabled),
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        stats=ToolStats(
-            usage_count=row.usage_count,
-            success_count=row.success_count,
-            total_duration_ms=row.total_duration_ms,
-            last_used=row.last_used,
-        ),
-    )
+def _record(row: sa.Row[Any] | dict[str, Any]) -> ToolRecord:
+    """A ToolRecord from a row of ``tools`` (or a dict of its columns, JSON decoded)."""
+    mapping = row if isinstance(row, dict) else row._mapping
+    spec = {"name": mapping["name"], **{key: mapping[key] for key in _SPEC_COLUMNS}}
+    stats = {key: mapping[key] for key in _STATS_COLUMNS}
+    record = {key: mapping[key] for key in _RECORD_COLUMNS}
+    record["enabled"] = bool(record["enabled"])
+    # the spec's text was checked when it was stored (ToolSpec's STORED context)
+    return ToolRecord.model_validate({**record, "spec": spec, "stats": stats}, context=STORED)
+
+
+_STATS_COLUMNS = ("usage_count", "success_count", "total_duration_ms", "last_used")
+_RECORD_COLUMNS = ("id", "tenant", "version", "content_hash", "enabled", "created_at", "updated_at")
+#: The columns ``_record`` reads, for the raw read of ``get_tools``.
+_RECORD_READ = ("name", *_SPEC_COLUMNS, *_RECORD_COLUMNS, *_STATS_COLUMNS)
+_JSON_SPEC_COLUMNS = ("parameters", "metadata")
 
 
 def _call_record(row: sa.Row[Any]) -> CallRecord:
@@ -577,6 +610,9 @@ def _read_one(
     """The tool head row, outside any transaction (autocommit on PostgreSQL, as in the
     call writer; SQLite connections are in autocommit mode already, see sqlite.py)."""
     driver: Any = connection.dbapi_connection
+    if dialect == "sqlite":  # the connection's own cursor, closed as it is dropped
+        row = driver.execute(_TOOL_HEAD["sqlite"], params).fetchone()
+        return tuple(row) if row is not None else None
     postgres = dialect == "postgresql"
     sql = _TOOL_HEAD[dialect]
     if postgres:
