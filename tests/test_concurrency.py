@@ -208,3 +208,36 @@ def test_call_survives_sigkill_right_after_it_returns(sqlite_url: str) -> None:
             # Whatever the kill interrupted was all or nothing: record and count together.
             assert stats.usage_count == len(recorded) >= len(confirmed)
             assert stats.success_count == stats.usage_count
+
+
+def test_sqlite_record_lock_is_per_file_and_fresh_after_fork(tmp_path: Path) -> None:
+    """Threads of one process recording into one SQLite file take turns on a Python
+    lock (not SQLite's sleeping busy handler); a fork never inherits it held."""
+    from tooldb.stores.sqlite import write_lock
+
+    (tmp_path / "sub").mkdir()
+    same = write_lock(str(tmp_path / "a.db"))
+    spelled_otherwise = write_lock(str(tmp_path / "sub" / ".." / "a.db"))
+    other_file = write_lock(str(tmp_path / "b.db"))
+    with same:
+        with other_file:  # another file's lock is free
+            pass
+        taken = threading.Event()
+
+        def take() -> None:
+            with spelled_otherwise:
+                taken.set()
+
+        waiter = threading.Thread(target=take)
+        waiter.start()
+        assert not taken.wait(0.2)  # the same file, spelled otherwise: it waits
+        pid = os.fork()
+        if pid == 0:  # the child takes the lock its parent holds right now
+            with same:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    waiter.join(timeout=5)
+    assert taken.is_set()
+    with write_lock(None):  # in-memory databases need none
+        pass

@@ -503,6 +503,26 @@ def test_timeout_stops_a_slow_server(http_registry: Registry, pets: PetsServer) 
     assert time.perf_counter() - started < 10 and "timed out" in (result.error or "")
 
 
+def test_a_cancelled_request_is_recorded_once_as_cancelled(
+    http_registry: Registry, pets: PetsServer
+) -> None:
+    """In a batch a request runs in a worker thread (one hop: bind, send, record): giving
+    up records it as cancelled at once, and the request finishing later adds nothing."""
+    http_registry.add(http_tool("slow", f"GET {pets.url}/slow", {"seconds": "number"}))
+
+    async def give_up() -> None:
+        batch = http_registry.acall_many([("slow", {"seconds": 1.0})] * 2)
+        await asyncio.wait_for(batch, timeout=0.3)
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(give_up())
+    records = http_registry.calls(tool="slow")
+    assert [(r.error_kind, r.success) for r in records] == [(ErrorKind.CANCELLED, False)] * 2
+    time.sleep(1.5)  # both requests have been answered by now
+    assert len(http_registry.calls(tool="slow")) == 2
+    assert http_registry.get("slow").stats.usage_count == 2
+
+
 def test_response_size_cap(store_url: str, pets: PetsServer) -> None:
     settings = Settings(
         embedder="hash",

@@ -25,6 +25,7 @@ from ..errors import DefinitionError, ExecutionError, ToolTimeout
 from ..types import ToolKind, ToolRecord, ToolSpec
 from . import sandbox
 from .sandbox import Completed, Limits
+from .threads import run_blocking
 
 LANGUAGES = ("python", "javascript")
 _JS_RUNNER = Path(__file__).with_name("script_runner.js").read_text(encoding="utf-8")
@@ -75,8 +76,10 @@ class ScriptExecutor:
         language = language_of(spec)
         limits = limits_of(spec)
         # File system work in a thread: on some disks (ext4 with online discard, say) an
-        # rmdir takes milliseconds, which would stall every other call on this loop.
-        workdir, launch = await asyncio.to_thread(_scratch_dir, spec, language)
+        # rmdir takes milliseconds, which would stall every other call on this loop. The
+        # shared pool, not asyncio.to_thread: a new loop (each ``call_many`` from sync
+        # code) would start new default-executor threads.
+        workdir, launch = await run_blocking(_scratch_dir, spec, language)
         try:
             done = await sandbox.run_script(
                 limits,
@@ -87,7 +90,7 @@ class ScriptExecutor:
                 use_forkserver=self.forkserver,
             )
         finally:
-            await asyncio.to_thread(_remove, workdir)
+            await run_blocking(_remove, workdir)
         return result_of(tool.name, done, limits, timeout_s)
 
 

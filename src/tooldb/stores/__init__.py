@@ -169,11 +169,15 @@ def open_store(url: str, *, sqlite_busy_timeout_s: float = 60.0) -> Store:
     """Open (not create) the store at ``url``: ``sqlite:///path`` or ``postgresql://...``."""
     scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
     if scheme == "sqlite":
-        from .sqlite import Checkpointer, create_sqlite_engine, database_file
+        from .sqlite import Checkpointer, create_sqlite_engine, database_file, write_lock
 
         engine = create_sqlite_engine(url, sqlite_busy_timeout_s)
         path = database_file(url)
-        return SQLStore(engine, checkpointer=Checkpointer(path) if path else None)
+        return SQLStore(
+            engine,
+            checkpointer=Checkpointer(path) if path else None,
+            record_lock=write_lock(path),
+        )
     if scheme in {"postgresql", "postgres"}:
         from .postgres import create_postgres_engine
 

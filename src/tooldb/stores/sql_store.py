@@ -7,10 +7,11 @@ figures stay exact under any number of concurrent writers.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -74,9 +75,17 @@ class PutOutcome:
 class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, ProvenanceRows):
     """Tools, versions, the call log and the selection tables in one SQL database."""
 
-    def __init__(self, engine: sa.Engine, *, checkpointer: Checkpointer | None = None) -> None:
+    def __init__(
+        self,
+        engine: sa.Engine,
+        *,
+        checkpointer: Checkpointer | None = None,
+        record_lock: AbstractContextManager[None] | None = None,
+    ) -> None:
+        """``record_lock`` serialises this process's call records (sqlite.write_lock)."""
         self.engine = engine
         self._checkpointer = checkpointer
+        self._record_lock = record_lock or contextlib.nullcontext()
         self._reader = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.dialect = engine.dialect.name
         self._dbapi = engine.dialect.loaded_dbapi
@@ -484,7 +493,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         """
         values, stats = call_params(row, counted)
         also = message_writer(self.dialect, messages) if messages else None
-        with self._raw() as connection:
+        with self._record_lock, self._raw() as connection:
             return self._write_call(connection, values, stats, also)
 
     def list_calls(

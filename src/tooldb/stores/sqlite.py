@@ -9,7 +9,11 @@ last commits on power loss, not on a crash).
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import threading
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +80,48 @@ def _ensure_ln(dbapi_connection: Any, cursor: Any) -> None:
         dbapi_connection.create_function("ln", 1, math.log, deterministic=True)
 
 
+_write_locks: dict[str, threading.Lock] = {}
+
+
+def _fresh_locks_after_fork() -> None:
+    """A lock another thread held at the fork would stay held in the child forever."""
+    for key in _write_locks:
+        _write_locks[key] = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_locks_after_fork)
+
+
+class _FileWriteLock:
+    """This process's lock for one database file (see ``write_lock``)."""
+
+    __slots__ = ("_key",)
+
+    def __init__(self, key: str) -> None:
+        self._key = key
+        _write_locks.setdefault(key, threading.Lock())
+
+    def __enter__(self) -> None:
+        _write_locks[self._key].acquire()
+
+    def __exit__(self, *_exc: object) -> None:
+        _write_locks[self._key].release()
+
+
+def write_lock(path: str | None) -> AbstractContextManager[None]:
+    """This process's lock for recording into the database file ``path``.
+
+    Threads of one process that commit at once (a ``call_many`` batch recording its
+    calls) would otherwise queue on SQLite's busy handler, which sleeps 1, 2, 5, 10 ...
+    ms between tries: ten parallel calls lost milliseconds each to it. A Python lock
+    hands the write over the moment the holder commits; other processes still queue
+    on the busy timeout. One lock per file, shared by every store opened on it.
+    """
+    if path is None:
+        return contextlib.nullcontext()
+    return _FileWriteLock(os.path.realpath(path))
+
+
 #: Pages the WAL may hold before a committing writer checkpoints it itself: only a
 #: backstop, the background checkpointer keeps it far below (40 MB at 4 KiB pages).
 BACKSTOP_CHECKPOINT_PAGES = 10_000
@@ -92,8 +138,6 @@ class Checkpointer:
     """
 
     def __init__(self, path: str, interval_s: float = 0.5) -> None:
-        import threading
-
         self.path = path
         self.interval_s = interval_s
         self._stop = threading.Event()
