@@ -145,6 +145,38 @@ def test_ten_concurrent_calls_run_at_once_through_one_server(reg: Registry) -> N
     assert server().pid == pid
 
 
+LEAVES_A_WRITER = """
+import os, subprocess, sys, time
+def main():
+    # a process that outlives the script and keeps its stdout and stderr open
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    sys.stdout.write("x" * 300_000 + "\\n")  # more than a pipe holds: written as read
+    sys.stderr.write("warning: done\\n")
+    return "last"
+"""
+
+
+def test_output_is_whole_even_when_a_leftover_keeps_the_pipes_open(reg: Registry) -> None:
+    # Process 1 reads the script's output while it runs and takes what is left once it
+    # exits, without waiting for the pipes to close: the leftover dies with process 1.
+    add_script(reg, "leaver", LEAVES_A_WRITER)
+    start = time.perf_counter()
+    result = reg.call("leaver")
+    assert result.success, result.error
+    assert result.data == "last"
+    assert time.perf_counter() - start < 5
+
+
+def test_stderr_tail_and_exit_code_come_through_the_memfds(reg: Registry) -> None:
+    source = (
+        "import sys\nsys.stdout.write('partial')\nsys.stderr.write('e' * 9000 + 'END')\nsys.exit(4)"
+    )
+    add_script(reg, "grumpy", source)
+    error = failed(reg.call("grumpy"))
+    assert "exited with code 4" in error and error.rstrip().endswith("END")
+    assert "e" * 100 in error and "e" * 5000 not in error  # the tail, not the whole
+
+
 def _call_in_child(url: str, queue: Any) -> None:
     with tooldb.open(url, settings=Settings(url=url)) as registry:
         queue.put((registry.call("who").data["forked"], server().pid))

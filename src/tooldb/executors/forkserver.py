@@ -2,7 +2,8 @@
 
 One server per interpreter, started on first use (``get``) with an empty environment
 and restarted on the next call after it dies. A call sends it the call's stdin, stdout
-and stderr and a memfd holding the launcher config, which the server passes on without
+and stderr (memfds the call's process 1 fills as it ends) and a memfd holding the
+launcher config, which the server passes on without
 reading (no call's environment lingers in the memory later calls are forked from). It
 answers with a pidfd of the call's process 1 (killing it kills everything the script
 started) and later with its exit status. A reader thread dispatches the answers, so
@@ -107,7 +108,7 @@ class ForkServer:
 
     def spawn(self, request: dict[str, Any], fds: list[int]) -> ForkedCall:
         """Send one call: ``request`` says whether it may use the network, ``fds`` are
-        its stdin, stdout and stderr and a memfd with its launcher config (still ours to
+        its stdin, stdout and stderr memfds and a memfd with its launcher config (still ours to
         close: the server gets copies)."""
         call = ForkedCall()
         with self._lock:

@@ -35,7 +35,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from . import forkserver
 
@@ -127,7 +127,13 @@ def python_launcher(use_forkserver: bool = True) -> str:
 
 def _probe_config() -> dict[str, Any]:
     """No scratch dir: the probe only checks that the launcher can drop root."""
-    return {"probe": True, "language": "python", "limits": asdict(Limits()), "uid": _call_uid()}
+    return {
+        "probe": True,
+        "language": "python",
+        "limits": asdict(Limits()),
+        "uid": _call_uid(),
+        "stderr_tail": STDERR_TAIL_BYTES,
+    }
 
 
 def _probe_forkserver(process_limit: bool) -> bool:
@@ -235,6 +241,7 @@ def _config(limits: Limits, launch: dict[str, Any], workdir: Path) -> dict[str, 
         "limits": asdict(limits),
         "uid": _call_uid() if isolation().process_limit else None,
         "workdir": str(workdir),
+        "stderr_tail": STDERR_TAIL_BYTES,
     }
 
 
@@ -265,9 +272,9 @@ async def run_script(
     env = environment(limits, workdir)
     if use_forkserver and launch.get("language") == "python" and isolation().forkserver:
         config = {**_config(limits, launch, workdir), "env": env}
-        child = await _Forked.start(config, stdin)
-        if child is not None:
-            return await _collect(child, stdin, limits.max_output_bytes, timeout_s)
+        forked = await _Forked.start(config, stdin)
+        if forked is not None:
+            return await forked.finish(limits.max_output_bytes, timeout_s)
     return await run_sandboxed(
         command(limits, launch, workdir),
         stdin=stdin,
@@ -298,178 +305,124 @@ async def run_sandboxed(
         env=env,
         start_new_session=True,
     )
-    return await _collect(_Process(proc), stdin, max_output_bytes, timeout_s)
-
-
-class _Child(Protocol):
-    """A started call, whichever way it was started."""
-
-    stdout: asyncio.StreamReader
-    stderr: asyncio.StreamReader
-    kill_after_exit: bool  # leftovers may outlive process 1 (no PID namespace)
-    lost: str  # why the call ended without its own exit status, if it did
-
-    @property
-    def stdin(self) -> asyncio.StreamWriter | None: ...  # None: the input is already there
-
-    @property
-    def returncode(self) -> int | None: ...
-
-    def kill(self) -> None: ...
-
-    async def wait(self) -> int: ...
-
-    def close(self) -> None: ...
-
-
-class _Process:
-    """A call run as a process of its own (``asyncio.subprocess``)."""
-
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        assert proc.stdin and proc.stdout and proc.stderr
-        self.proc = proc
-        self.stdin, self.stdout, self.stderr = proc.stdin, proc.stdout, proc.stderr
-        self.kill_after_exit = not isolation().pid_namespace
-        self.lost = ""
-
-    @property
-    def returncode(self) -> int | None:
-        return self.proc.returncode
-
-    def kill(self) -> None:
-        kill_tree(self.proc)
-
-    async def wait(self) -> int:
-        return await self.proc.wait()
-
-    def close(self) -> None:
-        pass  # asyncio's subprocess transport closes the pipes
+    return await _collect(proc, stdin, max_output_bytes, timeout_s)
 
 
 class _Forked:
-    """A call run by the fork server: our pipe ends, and the server's handle on it."""
+    """A call run by the fork server. Its process 1 collects the script's output and
+    leaves it in two memfds when the call ends (``sandbox_launcher._collect``), so here
+    a call is only a wait for its exit status: no pipes or readers on the event loop."""
 
-    kill_after_exit = False  # always process 1 of its own PID namespace
-
-    stdin = None  # the arguments are already in the call's stdin, a memfd
-
-    def __init__(
-        self,
-        call: forkserver.ForkedCall,
-        streams: tuple[asyncio.StreamReader, asyncio.StreamReader],
-        transports: list[asyncio.BaseTransport],
-    ) -> None:
+    def __init__(self, call: forkserver.ForkedCall, out: int, err: int) -> None:
         self.call = call
-        self.stdout, self.stderr = streams
-        self.transports = transports
-        self.code: int | None = None
-        self.lost = ""
+        self.out, self.err = out, err
 
     @classmethod
     async def start(cls, config: dict[str, Any], stdin: bytes) -> _Forked | None:
         """Hand the call to the server (started again if it died); None when no server
         can be started, so the caller runs it as a process of its own."""
-        out, err = os.pipe(), os.pipe()  # not inheritable
-        files = [open(out[0], "rb", buffering=0), open(err[0], "rb", buffering=0)]  # noqa: SIM115
-        theirs = [out[1], err[1]]
         request = {"network": bool(config["limits"]["network"])}
+        out = _memfd("tooldb-stdout", b"")
+        err = _memfd("tooldb-stderr", b"")
+        theirs: list[int] = []
         call = None
         try:
-            theirs.insert(0, _memfd("tooldb-arguments", stdin))  # stdin
+            theirs = [_memfd("tooldb-arguments", stdin), out, err]
             theirs.append(_memfd("tooldb-call", json.dumps(config).encode()))
             for _ in range(2):  # a server found dead is started again, once
                 with contextlib.suppress(OSError, forkserver.ForkServerError):
                     call = forkserver.get(script_python(), _LAUNCHER).spawn(request, theirs)
                     break
         except BaseException:
-            for file in files:
-                file.close()
+            _close_fds(out, err, *theirs)
             raise
-        finally:
-            for fd in theirs:
-                os.close(fd)
+        _close_fds(theirs[0], theirs[3])  # the server has its copies
         if call is None:
-            for file in files:
-                file.close()
+            _close_fds(out, err)
             return None
-        loop = asyncio.get_running_loop()
-        transports: list[asyncio.BaseTransport] = []
-        readers = []
+        return cls(call, out, err)
+
+    async def finish(self, max_output_bytes: int, timeout_s: float | None) -> Completed:
+        """Wait for the call to end, then read what its process 1 left in the memfds."""
         try:
-            for file in files:
-                reader = asyncio.StreamReader(loop=loop)
-                transport, _ = await loop.connect_read_pipe(
-                    functools.partial(asyncio.StreamReaderProtocol, reader, loop=loop), file
-                )
-                transports.append(transport)
-                readers.append(reader)
+            code, timed_out, lost = await self._wait(timeout_s)
+            stdout = _read_memfd(self.out)
+            tail = _read_memfd(self.err)[-STDERR_TAIL_BYTES:].decode("utf-8", errors="replace")
+        finally:
+            _close_fds(self.out, self.err)
+        if lost:
+            tail += "\n" + lost + "\n"
+        return Completed(
+            returncode=code,
+            stdout=stdout[:max_output_bytes],
+            stderr_tail=tail,
+            timed_out=timed_out,
+            overflowed=len(stdout) > max_output_bytes,  # process 1 kept one byte more
+        )
+
+    async def _wait(self, timeout_s: float | None) -> tuple[int, bool, str]:
+        """(exit code, killed at the timeout, why the call has no status of its own). A
+        caller that gives up (cancellation) kills the call."""
+        exited = asyncio.wrap_future(self.call.exited)
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await asyncio.shield(exited), False, ""
+        except TimeoutError:
+            self.call.kill()
+            with contextlib.suppress(forkserver.ForkServerError):
+                await exited
+            return -signal.SIGKILL, True, ""
+        except forkserver.ForkServerError as exc:
+            return -signal.SIGKILL, False, f"tooldb sandbox: {exc}"
         except BaseException:
-            call.kill()
-            for opened in transports:
-                opened.close()
-            for file in files[len(transports) :]:
-                file.close()
+            self.call.kill()
             raise
-        return cls(call, (readers[0], readers[1]), transports)
 
-    @property
-    def returncode(self) -> int | None:
-        return self.code
 
-    def kill(self) -> None:
-        self.call.kill()
+def _read_memfd(fd: int) -> bytes:
+    return os.pread(fd, os.fstat(fd).st_size, 0)
 
-    async def wait(self) -> int:
-        if self.code is None:
-            try:
-                self.code = await asyncio.wrap_future(self.call.exited)
-            except forkserver.ForkServerError as exc:
-                self.lost = f"tooldb sandbox: {exc}"
-                self.code = -signal.SIGKILL
-        return self.code
 
-    def close(self) -> None:
-        for transport in self.transports:
-            transport.close()
+def _close_fds(*fds: int) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 async def _collect(
-    child: _Child, stdin: bytes, max_output_bytes: int, timeout_s: float | None
+    proc: asyncio.subprocess.Process, stdin: bytes, max_output_bytes: int, timeout_s: float | None
 ) -> Completed:
     """Feed stdin, collect capped stdout and a stderr tail; kill the tree when done."""
+    assert proc.stdin and proc.stdout and proc.stderr
     overflowed = False
 
     def overflow() -> None:
         nonlocal overflowed
         overflowed = True
-        child.kill()
+        kill_tree(proc)
 
-    tasks = [asyncio.ensure_future(_feed(child.stdin, stdin))] if child.stdin else []
-    out = asyncio.ensure_future(_read_capped(child.stdout, max_output_bytes, overflow))
-    err = asyncio.ensure_future(_read_tail(child.stderr, STDERR_TAIL_BYTES))
+    feed = asyncio.ensure_future(_feed(proc.stdin, stdin))
+    out = asyncio.ensure_future(_read_capped(proc.stdout, max_output_bytes, overflow))
+    err = asyncio.ensure_future(_read_tail(proc.stderr, STDERR_TAIL_BYTES))
     timed_out = False
     try:
         async with asyncio.timeout(timeout_s):
             await asyncio.gather(out, err)
-            await child.wait()
+            await proc.wait()
     except TimeoutError:
         timed_out = True
     finally:
-        if child.returncode is None or child.kill_after_exit:
-            child.kill()  # the timeout, an overflow, or leftovers without a PID namespace
-        for task in (*tasks, out, err):
+        if proc.returncode is None or not isolation().pid_namespace:
+            kill_tree(proc)  # the timeout, an overflow, or leftovers without a PID namespace
+        for task in (feed, out, err):
             task.cancel()
-        await child.wait()
-        child.close()
+        await proc.wait()
     stdout = out.result() if out.done() and not out.cancelled() else b""
     tail = err.result() if err.done() and not err.cancelled() else b""
-    stderr_tail = tail.decode("utf-8", errors="replace")
-    if child.lost:
-        stderr_tail += "\n" + child.lost + "\n"
     return Completed(
-        returncode=child.returncode if child.returncode is not None else -signal.SIGKILL,
+        returncode=proc.returncode if proc.returncode is not None else -signal.SIGKILL,
         stdout=stdout,
-        stderr_tail=stderr_tail,
+        stderr_tail=tail.decode("utf-8", errors="replace"),
         timed_out=timed_out,
         overflowed=overflowed,
     )

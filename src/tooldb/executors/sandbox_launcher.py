@@ -12,12 +12,14 @@ It runs two ways, both with the same functions:
   process 1 there, has started a new session and already forked the process that will
   be the script; both wait). Per call the host sends, on the Unix socket FD
   (SOCK_SEQPACKET), the call's id and network flag with four fds (SCM_RIGHTS): stdin
-  (a memfd holding the arguments), stdout and stderr pipes, and a memfd holding the
-  same JSON config as the per-process path plus the environment. The server hands the
-  fds to a spare (or clones one: tools with the network get no network namespace),
-  sends the host a pidfd of its process 1 and goes back to serving; it reaps that
-  process later and sends its exit status. Process 1 passes the call to the script's
-  process and reaps as ``launch`` does; the script's process makes the fds its stdio,
+  (a memfd holding the arguments), empty memfds for stdout and stderr, and a memfd
+  holding the same JSON config as the per-process path plus the environment. The
+  server hands the fds to a spare (or clones one: tools with the network get no network
+  namespace), sends the host a pidfd of its process 1 and goes back to serving; it
+  reaps that process later and sends its exit status. Process 1 passes the call to the
+  script's process with pipes for stdout and stderr, collects them (``_collect``) and
+  reaps as ``launch`` does, then leaves the output in the memfds; the script's process
+  makes the fds its stdio,
   enters the scratch dir, replaces its environment and runs ``_child`` as the
   per-process path does. Between requests (after 10 ms idle) the server makes spares
   again.
@@ -162,21 +164,21 @@ def _describe(signum: int, limits: dict[str, Any], cpu_used: float) -> str:
     return text
 
 
-def _reap(child: int, limits: dict[str, Any]) -> int:
-    """Wait for the script, reaping orphans meanwhile; return the exit code to report."""
+def _reap(child: int, limits: dict[str, Any]) -> tuple[int, str]:
+    """Wait for the script, reaping orphans meanwhile; return the exit code to report and
+    what to add to its stderr (why it was killed, if it was)."""
     while True:
         try:
             pid, status, usage = os.wait4(-1, 0)
         except ChildProcessError:
-            return 1
+            return 1, ""
         if pid != child:
             continue
         if os.WIFSIGNALED(status):
             signum = os.WTERMSIG(status)
             cpu_used = usage.ru_utime + usage.ru_stime
-            sys.stderr.write("\n" + _describe(signum, limits, cpu_used) + "\n")
-            return 128 + signum
-        return os.waitstatus_to_exitcode(status)
+            return 128 + signum, "\n" + _describe(signum, limits, cpu_used) + "\n"
+        return os.waitstatus_to_exitcode(status), ""
 
 
 def _child(config: dict[str, Any]) -> None:
@@ -241,7 +243,8 @@ def launch(config: dict[str, Any]) -> None:
     if child == 0:
         _child(config)
         return
-    code = _reap(child, config["limits"])
+    code, said = _reap(child, config["limits"])
+    sys.stderr.write(said)
     sys.stderr.flush()
     os._exit(code)  # no user code ran here: nothing to finalize
 
@@ -459,15 +462,87 @@ def spare(made: Spare) -> None:
     if not message:
         os._exit(0)  # the server is gone
     try:
-        socket.send_fds(ours, [message], fds)
+        stdin, out_file, err_file, config_fd = fds
+        os.dup2(err_file, 2)  # anything this process says goes to the call's stderr
+        config = _read_config(config_fd)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        socket.send_fds(ours, [message], [stdin, out_w, err_w, config_fd])
         ours.close()
-        config = _stdio_and_config(fds)
+        for fd in (stdin, out_w, err_w, config_fd):
+            os.close(fd)
     except BaseException as exc:
         sys.stderr.write(f"tooldb sandbox: cannot start the call: {exc}\n")
+        sys.stderr.flush()
         os._exit(125)
-    code = _reap(child, config["limits"])
-    sys.stderr.flush()
+    limits = config["limits"]
+    out, err = _collect(child, out_r, err_r, limits, int(config["stderr_tail"]))
+    code, said = _reap(child, limits)
+    _write_all(out_file, out)  # past the cap (one byte more) when it overflowed
+    _write_all(err_file, err + said.encode())
     os._exit(code)
+
+
+def _collect(
+    child: int, out_r: int, err_r: int, limits: dict[str, Any], keep: int
+) -> tuple[bytes, bytes]:
+    """Process 1 of a forked call reads the script's stdout (up to the cap: one byte more
+    and the script is killed) and stderr (its last ``keep`` bytes) from pipes while it
+    runs, and hands them over in the call's memfds when it ends. So the host only waits
+    for the exit: no pipes, transports and reader tasks on its event loop, which ten
+    calls at once would queue on. Returns when both pipes are closed or the script has
+    exited (then what is left in the pipes is read without waiting)."""
+    import select
+
+    cap = int(limits["max_output_bytes"])
+    out, err = bytearray(), bytearray()
+    open_pipes = {out_r: out, err_r: err}
+    pidfd = os.pidfd_open(child)
+    poller = select.poll()
+    for fd in (out_r, err_r, pidfd):
+        poller.register(fd, select.POLLIN)
+    tails = {out_r: 0, err_r: keep}  # stdout whole, stderr's tail
+    exited = False
+    while open_pipes and not exited and len(out) <= cap:
+        for fd, _ in poller.poll():
+            if fd == pidfd:
+                exited = True
+            elif fd in open_pipes and not _read_into(fd, open_pipes[fd], tails[fd]):
+                poller.unregister(fd)
+                del open_pipes[fd]
+    for fd, buffer in open_pipes.items():  # the script has exited: what it left behind
+        os.set_blocking(fd, False)
+        for _ in range(64):  # bounded: a leftover process may still be writing
+            if len(out) > cap or not _read_into(fd, buffer, tails[fd]):
+                break
+    if len(out) > cap:
+        os.kill(child, signal.SIGKILL)  # as the per-process path does on overflow
+    return bytes(out[: cap + 1]), bytes(err[-keep:])
+
+
+def _read_into(fd: int, buffer: bytearray, keep: int) -> bool:
+    """One read into ``buffer`` (only its last ``keep`` bytes kept, when ``keep``); False
+    at the end of the pipe or when nothing more is there to read."""
+    try:
+        chunk = os.read(fd, 65536)
+    except BlockingIOError:
+        return False
+    buffer += chunk
+    if keep and len(buffer) > 2 * keep:
+        del buffer[:-keep]
+    return bool(chunk)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_config(fd: int) -> dict[str, Any]:
+    # pread: process 1 and the script's process share the file's offset
+    config: dict[str, Any] = json.loads(os.pread(fd, os.fstat(fd).st_size, 0))
+    return config
 
 
 def _take_call(channel: Any) -> dict[str, Any]:
@@ -487,11 +562,10 @@ def _stdio_and_config(fds: list[int]) -> dict[str, Any]:
     for target, fd in enumerate(stdio):
         os.dup2(fd, target)
         os.close(fd)
-    try:  # pread: process 1 and the script's process share the file's offset
-        config: dict[str, Any] = json.loads(os.pread(memfd, os.fstat(memfd).st_size, 0))
+    try:
+        return _read_config(memfd)
     finally:
         os.close(memfd)
-    return config
 
 
 def _close_all_but(keep: int) -> None:
