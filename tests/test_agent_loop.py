@@ -225,8 +225,9 @@ def _appends(reg: Registry, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 def test_a_lone_calls_turn_commits_with_its_call_record(
     reg: Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One commit per turn of one call: its messages ride in the call record's
-    transaction. Other turns (arguments rejected, two calls, the answer) append theirs."""
+    """A turn of one call writes its messages in the call record's transaction (held
+    and committed with it). Other turns (arguments rejected, two calls, the answer)
+    append theirs."""
     appended = _appends(reg, monkeypatch)
     model = ScriptedModel(
         [
@@ -271,10 +272,9 @@ def test_a_lone_calls_turn_commits_with_its_call_record(
 def test_a_turn_is_appended_when_its_call_is_not_recorded(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Recording off, or a call record that fails: the turn's messages still persist."""
+    """Recording off: the turn's messages still persist."""
     from tooldb import Settings
     from tooldb import open as open_registry
-    from tooldb.errors import StoreError
 
     reg = open_registry(store_url, settings=Settings(url=store_url, record_calls=False))
     try:
@@ -288,26 +288,85 @@ def test_a_turn_is_appended_when_its_call_is_not_recorded(
     finally:
         reg.close()
 
-    reg = open_registry(store_url, settings=Settings(url=store_url))
-    try:
-        reg.add(st.add)
-        appended = _appends(reg, monkeypatch)
-        record_call = reg.store.record_call
 
-        def failing(row: dict[str, object], **kwargs: object) -> int:
-            if kwargs.get("messages"):
-                raise StoreError("store x failed: disk I/O error")
-            return record_call(row, **kwargs)  # type: ignore[arg-type]
+def test_a_store_that_fails_the_turns_commit_ends_the_run_with_the_error(
+    reg: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop does not crash: the run ends flagged for review, its row says why."""
+    from tooldb.errors import StoreError
 
-        monkeypatch.setattr(reg.store, "record_call", failing)
-        model = ScriptedModel([call("add", {"a": 1, "b": 2}), "no luck"])
-        result = AgentLoop(reg, model, tools=["add"]).run("add")
-        assert result.status is RunStatus.SUCCESS
-        assert result.tool_calls[0].error == "store x failed: disk I/O error"
-        stored = reg.store.run_messages(result.run_id)
-        assert [m["role"] for m in stored] == ["user", "assistant", "tool", "assistant"]
-        assert stored[2]["content"] == "Error: store x failed: disk I/O error"
-        assert [m["seq"] for m in stored] == [0, 3, 4, 5]  # the failed write's seqs stay used
-        assert appended == [["user"], ["assistant", "tool"], ["assistant"]]
-    finally:
-        reg.close()
+    def failing(items: object) -> list[int]:
+        raise StoreError("store x failed: disk I/O error")
+
+    monkeypatch.setattr(reg.store, "record_call_group", failing)
+    model = ScriptedModel([call("add", {"a": 1, "b": 2}), "no luck"])
+    result = AgentLoop(reg, model, tools=["add"]).run("add")
+    assert result.status is RunStatus.ERROR and result.requires_review
+    assert "store x failed: disk I/O error" in (result.error or "")
+    stored = reg.store.get_run(reg.tenant, result.run_id)
+    assert stored is not None and stored.status is RunStatus.ERROR
+
+
+def _group_commits(reg: Registry, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of every group commit of call records, in order."""
+    sizes: list[int] = []
+    original = reg.store.record_call_group
+
+    def spy(items: list[object]) -> list[int]:
+        sizes.append(len(items))
+        return original(items)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(reg.store, "record_call_group", spy)
+    return sizes
+
+
+def test_turns_that_do_not_wait_are_committed_in_groups(
+    reg: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model that answers at once and a quick tool: 150 turns in 3 commits (64 at most
+    each), every call recorded with its id and messages, the statistics exact."""
+    from tooldb.recording import HELD_MAX
+
+    sizes = _group_commits(reg, monkeypatch)
+    turns = 150
+    model = FunctionModel(
+        lambda messages, *_: (
+            call("add", {"a": len(messages), "b": 1}) if len(messages) < 2 * turns else "done"
+        )
+    )
+    limits = Limits(max_iterations=turns + 2, max_tool_calls=turns)
+    result = AgentLoop(reg, model, tools=["add"], limits=limits).run("add a lot")
+    assert result.status is RunStatus.SUCCESS and len(result.tool_calls) == turns
+    assert sizes == [HELD_MAX, HELD_MAX, turns - 2 * HELD_MAX]
+    recorded = reg.calls(run_id=result.run_id, limit=1000)
+    assert sorted(c.id for c in recorded) == [u.call_id for u in result.tool_calls]
+    assert reg.get("add").stats.usage_count == turns
+    stored = reg.store.run_messages(result.run_id)
+    assert [m["seq"] for m in stored] == list(range(2 * turns + 2))
+    details = reg.store.get_run_details(reg.tenant, result.run_id)
+    assert details is not None
+    data = details["data"] if isinstance(details["data"], dict) else json.loads(details["data"])
+    assert [u["call_id"] for u in data["tool_calls"]] == [u.call_id for u in result.tool_calls]
+
+
+def test_every_turn_is_committed_before_the_run_waits(reg: Registry) -> None:
+    """A model that makes the loop wait (any real one) sees the previous turn's record
+    and messages in the store; so does a tool that is not known to be quick."""
+    seen: list[tuple[int, int]] = []
+    run_ids: list[str] = []
+
+    def stored() -> tuple[int, int]:
+        run_id = reg.store.list_runs(reg.tenant, limit=1)[0].id
+        run_ids.append(run_id)
+        return len(reg.calls(run_id=run_id)), len(reg.store.run_messages(run_id))
+
+    async def decide(messages: list[Message], *_: object) -> object:
+        await asyncio.sleep(0)  # suspends: the loop commits before it waits
+        seen.append(stored())
+        turn = sum(m.role == "tool" for m in messages)
+        return call("add", {"a": turn, "b": 1}) if turn < 3 else "done"
+
+    result = AgentLoop(reg, FunctionModel(decide), tools=["add"]).run("add")
+    assert result.status is RunStatus.SUCCESS
+    assert seen == [(0, 1), (1, 3), (2, 5), (3, 7)]
+    assert all(u.call_id is not None for u in result.tool_calls)

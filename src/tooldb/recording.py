@@ -5,6 +5,12 @@ process killed right after ``call`` returns has lost nothing, and concurrent
 writers keep the figures exact. Calls rejected at binding are logged too
 (``error_kind = arguments``) but do not count against the tool's success rate:
 a caller's bad arguments are not the tool failing.
+
+One exception, for speed: an agent run whose turns follow each other without
+waiting (a scripted or cached model, quick synchronous tools) holds its calls'
+records back (``HeldRecords``) and commits them together, as soon as it is about
+to wait on anything, every ``HELD_MAX`` calls, and when it ends: one commit per
+group of turns instead of one per turn. See docs/agents.md.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from pydantic_core import to_jsonable_python
 from .execution import Outcome
 from .settings import Settings
 from .stores import RunMessages, Store
-from .types import ErrorKind, ToolRecord
+from .types import ErrorKind, ToolRecord, ToolResult
 
 
 class Recorder:
@@ -31,22 +37,21 @@ class Recorder:
         self.session_id = uuid.uuid4().hex
 
     def record(
-        self,
-        tool: ToolRecord,
-        arguments: Any,
-        outcome: Outcome,
-        *,
-        run_id: str | None = None,
-        messages: RunMessages | None = None,
+        self, tool: ToolRecord, arguments: Any, outcome: Outcome, *, run_id: str | None = None
     ) -> int | None:
-        """Log one call; returns its id (None when recording is off, when ``messages``
-        are not written either). ``messages`` of a run are written in the record's
-        transaction."""
+        """Log one call; returns its id (None when recording is off)."""
         if not self.enabled:
             return None
+        counted = outcome.error_kind is not ErrorKind.ARGUMENTS
+        return self.store.record_call(self.row(tool, arguments, outcome, run_id), counted=counted)
+
+    def row(
+        self, tool: ToolRecord, arguments: Any, outcome: Outcome, run_id: str | None
+    ) -> dict[str, Any]:
+        """The ``calls`` row of one call (every column but ``id``)."""
         result = outcome.result
         output = result.output or ""
-        row = {
+        return {
             "tenant": self.tenant,
             "tool_id": tool.id,
             "tool_name": tool.name,
@@ -62,8 +67,59 @@ class Recorder:
             "duration_ms": result.duration_ms,
             "started_at": outcome.started_at,
         }
+
+
+#: A run holds at most this many calls' records back (bounds memory, and what a
+#: killed process can lose).
+HELD_MAX = 64
+
+
+class HeldRecords:
+    """Call records an agent run has not committed yet, each with its turn's messages.
+
+    ``hold`` keeps one (its ToolResult gets its ``call_id`` at the commit); ``commit``
+    writes them all in one transaction, in order. The run commits whenever it is
+    about to wait, so only turns that follow each other without any wait are grouped.
+    """
+
+    __slots__ = ("_items", "_recorder", "_results")
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+        self._items: list[tuple[dict[str, Any], bool, RunMessages | None]] = []
+        self._results: list[ToolResult] = []
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def hold(
+        self,
+        tool: ToolRecord,
+        arguments: Any,
+        outcome: Outcome,
+        run_id: str | None,
+        messages: RunMessages | None,
+    ) -> None:
         counted = outcome.error_kind is not ErrorKind.ARGUMENTS
-        return self.store.record_call(row, counted=counted, messages=messages)
+        self._items.append(
+            (self._recorder.row(tool, arguments, outcome, run_id), counted, messages)
+        )
+        self._results.append(outcome.result)
+        if len(self._items) >= HELD_MAX:
+            self.commit()
+
+    def commit(self) -> list[ToolResult]:
+        """Write what is held; the results that got their ids. A failing store raises
+        (StoreError) and keeps nothing: the run ends with the error."""
+        if not self._items:
+            return []
+        items, results = self._items, self._results
+        self._items, self._results = [], []
+        for result, call_id in zip(
+            results, self._recorder.store.record_call_group(items), strict=True
+        ):
+            result.call_id = call_id
+        return results
 
 
 def storable_text(text: str | None) -> str | None:

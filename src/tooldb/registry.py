@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from . import provenance
 from .binding import Binder
@@ -35,7 +35,7 @@ from .openapi import OpenAPIImport, read_openapi
 from .optimize import Optimizer
 from .parallel import run_many, run_sync
 from .provenance import Explanation, Trace
-from .recording import Recorder, storable_text
+from .recording import HeldRecords, Recorder, storable_text
 from .selection import Filters, Selector, Weights, check_request
 from .settings import Settings
 from .stores import PutOutcome, RunMessages, SQLStore, Store, ToolHead, open_store
@@ -504,9 +504,10 @@ class Registry(Catalog):
         awaiting task is cancelled while the tool runs, the call is recorded as cancelled.
         ``inline=True`` does that hop's work on the calling thread instead: for a caller
         that owns its loop and has nothing else to run meanwhile (agents/loop.py).
-        ``record_also`` (inline calls only) is given the result of a call that ran and
-        is recorded; the run messages it returns are written in the record's
-        transaction (the agent loop's turn: one commit instead of two).
+        ``record_also`` (inline calls only; the agent loop's turn) is told before the
+        tool runs, and given the result of a call that ran: the run messages it returns
+        are written in the record's transaction, and the record is held in its
+        ``held`` group, committed with the others when the loop is about to wait.
         """
         if inline:  # nothing runs meanwhile, so nobody can give up halfway: no InlineCall
             with calling(self):
@@ -594,21 +595,30 @@ class Registry(Catalog):
         """``InlineCall.in_thread`` on the calling thread, for a caller with nothing else
         to run meanwhile: bind; a blocking tool is also run and recorded (its ToolResult),
         anything else comes back bound for the caller to run on its loop."""
-        bound = self._bind_recording_rejects(name, arguments, run_id)
+        held = also.held if also is not None and self.recorder.enabled else None
+        bound = self._bind_recording_rejects(name, arguments, run_id, held)
         executor = self._executor(bound.tool)
         blocking = getattr(executor, "blocking", None)
-        if blocking is None or not blocking(bound.tool):
+        waits = blocking is None or not blocking(bound.tool)
+        if also is not None:
+            also.before_run(bound.tool, waits)
+        if waits:
             return bound
         outcome = execute(executor, bound, self._timeout(bound.tool, timeout_s))
         return self._finish(bound, outcome, run_id, also)
 
-    def _bind_recording_rejects(self, name: str, arguments: Any, run_id: str | None) -> BoundCall:
+    def _bind_recording_rejects(
+        self, name: str, arguments: Any, run_id: str | None, held: HeldRecords | None = None
+    ) -> BoundCall:
         tool, binder = self._resolve(name)
         try:
             return BoundCall(tool=tool, arguments=binder.bind(arguments))
         except ArgumentError as exc:
             rejected = Outcome(ToolResult.failure(str(exc)), ErrorKind.ARGUMENTS, time.time())
-            self.recorder.record(tool, arguments, rejected, run_id=run_id)
+            if held is not None:  # in order with the records held before it
+                held.hold(tool, arguments, rejected, run_id, None)
+            else:
+                self.recorder.record(tool, arguments, rejected, run_id=run_id)
             raise
 
     def _finish(
@@ -619,10 +629,11 @@ class Registry(Catalog):
         also: RecordAlso | None = None,
     ) -> ToolResult:
         result = outcome.result
-        messages = also(result) if also is not None and self.recorder.enabled else None
-        result.call_id = self.recorder.record(
-            bound.tool, bound.arguments, outcome, run_id=run_id, messages=messages
-        )
+        if also is not None and also.held is not None and self.recorder.enabled:
+            # with the turn's messages; its call_id comes with the commit
+            also.held.hold(bound.tool, bound.arguments, outcome, run_id, also(result))
+            return result
+        result.call_id = self.recorder.record(bound.tool, bound.arguments, outcome, run_id=run_id)
         return result
 
     def _resolve(self, name: str) -> tuple[ToolRecord, Binder]:
@@ -669,8 +680,18 @@ class Registry(Catalog):
         return NotFound(f"no tool named {name!r} in tenant {self.tenant!r}")
 
 
-#: Given a call's result before it is recorded: run messages to write with the record.
-RecordAlso = Callable[[ToolResult], RunMessages | None]
+class RecordAlso(Protocol):
+    """What a caller that runs calls inline (the agent loop's turn) adds to their records."""
+
+    #: Where to hold the record instead of committing it at once (None: commit).
+    held: HeldRecords | None
+
+    def __call__(self, result: ToolResult) -> RunMessages | None:
+        """Given the result before it is recorded: run messages to write with it."""
+
+    def before_run(self, tool: ToolRecord, waits: bool) -> None:
+        """Called once the call is bound, before its tool runs (``waits``: on the loop,
+        where it may suspend): the caller's last chance to commit what it holds."""
 
 
 def _unmasked_url(store: Store, settings: Settings) -> str | None:

@@ -25,8 +25,9 @@ from ..context import enter_call, leave_call
 from ..errors import ArgumentError, ModelError, ToolDBError
 from ..models.base import Message, Model, ModelTurn, ToolCall, ToolChoice
 from ..parallel import run_sync
+from ..recording import HeldRecords
 from ..stores import RunMessages
-from ..types import LoopContext, RunResult, RunStatus, SkillSpec, ToolResult, ToolUse
+from ..types import LoopContext, RunResult, RunStatus, SkillSpec, ToolRecord, ToolResult, ToolUse
 from . import builtins
 from .access import access_problem
 from .limits import Limits
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
 MAIN_THREAD = threading.main_thread()
 EMPTY_TURN_NUDGE = "Your last reply was empty. Answer the task, or call one of the tools."
 MAX_EMPTY_TURNS = 2
+#: A tool whose last call in a run took less than this (ms) does not make the run
+#: commit the records it holds before calling it again (recording.py's HeldRecords).
+QUICK_MS = 1.0
 
 
 class AgentLoop:
@@ -132,6 +136,12 @@ class _Run:
 
                 raise NotFound(f"tools not found or disabled: {', '.join(missing)}")
         self.last_text = ""
+        # Records of calls that ran without the run waiting, committed together when it
+        # is about to wait (recording.py's HeldRecords); uses whose call id comes then.
+        recorder = self.registry.recorder
+        self.held = HeldRecords(recorder) if recorder.enabled else None
+        self._unnumbered: list[tuple[ToolResult, ToolUse]] = []
+        self.quick_tools: set[str] = set()
         self.started = time.perf_counter()
         self.deadline = self.started + self.limits.timeout_s
         self.log = RunLog(
@@ -164,6 +174,7 @@ class _Run:
 
     async def _loop(self) -> RunResult:
         messages = self._opening()
+        self.commit_held()
         self.log.add(0, messages)
         schemas = self.toolbox.schemas()
         empty_turns = 0
@@ -195,12 +206,14 @@ class _Run:
                 self.last_text = turn.text
             if not turn.tool_calls:
                 if turn.text.strip():
+                    self.commit_held()
                     self.log.add(self.iteration, [assistant])
                     self.iteration += 1
                     return self._result(RunStatus.SUCCESS, output=turn.text)
                 empty_turns += 1
                 nudge = Message.user(EMPTY_TURN_NUDGE)
                 messages.append(nudge)
+                self.commit_held()
                 self.log.add(self.iteration, [assistant, nudge])
                 self.iteration += 1
                 if empty_turns >= MAX_EMPTY_TURNS:
@@ -210,6 +223,7 @@ class _Run:
             results, over_budget, persisted = await self._calls(turn.tool_calls, assistant)
             messages.extend(results)
             if not persisted:
+                self.commit_held()
                 self.log.add(self.iteration, [assistant, *results])
             self.iteration += 1
             if over_budget:
@@ -270,6 +284,7 @@ class _Run:
                 except StopIteration as done:
                     turn = done.value
                 else:
+                    self.commit_held()  # the model makes us wait: nothing stays uncommitted
                     remaining = self.deadline - time.perf_counter()
                     async with asyncio.timeout(remaining):  # no extra task, unlike wait_for
                         turn = await _Resumed(steps, first)
@@ -292,6 +307,8 @@ class _Run:
         parsed = [_parse_arguments(call) for call in calls]
         lone = len(calls) == 1 and budget > 0
         turn_rows = _TurnRows(self, assistant, calls[0]) if lone else None
+        if not lone or not self.runs_inline():
+            self.commit_held()  # calls that run beside each other, or in other threads
         for index, call in enumerate(calls):
             if index >= budget:
                 outcomes.append(
@@ -331,11 +348,7 @@ class _Run:
             if problem is not None:
                 result = ToolResult.failure(problem)
             else:
-                inline = (
-                    turn_rows is not None
-                    and self.owns_loop
-                    and threading.current_thread() is MAIN_THREAD
-                )
+                inline = turn_rows is not None and self.runs_inline()
                 result = await self._dispatch(
                     call.name, arguments, context, inline=inline, turn_rows=turn_rows
                 )
@@ -343,18 +356,42 @@ class _Run:
         return result
 
     def _remember(self, call: ToolCall, arguments: Any, result: ToolResult) -> None:
-        self.history.append(
-            ToolUse(
-                tool=call.name,
-                arguments=arguments,
-                success=result.success,
-                output=result.output[:2000],
-                error=result.error,
-                call_id=result.call_id,
-                iteration=self.iteration,
-                duration_ms=result.duration_ms,
-            )
+        use = ToolUse(
+            tool=call.name,
+            arguments=arguments,
+            success=result.success,
+            output=result.output[:2000],
+            error=result.error,
+            call_id=result.call_id,
+            iteration=self.iteration,
+            duration_ms=result.duration_ms,
         )
+        self.history.append(use)
+        if result.call_id is None and self.held is not None and len(self.held):
+            self._unnumbered.append((result, use))  # held: numbered at the commit
+        if result.success and result.duration_ms < QUICK_MS:
+            self.quick_tools.add(call.name)
+        else:
+            self.quick_tools.discard(call.name)
+
+    def runs_inline(self) -> bool:
+        """Whether a turn's lone call may run on this thread (see ``owns_loop``)."""
+        return self.owns_loop and threading.current_thread() is MAIN_THREAD
+
+    def commit_held(self) -> None:
+        """Commit the records held back (and give their uses the call ids)."""
+        if self.held is not None and len(self.held):
+            self.held.commit()
+        if self._unnumbered:  # also after a commit ``hold`` made when the group was full
+            for result, use in self._unnumbered:
+                use.call_id = result.call_id
+            self._unnumbered.clear()
+
+    def before_run(self, tool: ToolRecord, waits: bool) -> None:
+        """Before an inline call's tool runs: what is held stays held only if the tool
+        does not wait and has been quick in this run (its last call under QUICK_MS)."""
+        if waits or tool.name not in self.quick_tools:
+            self.commit_held()
 
     async def _dispatch(
         self,
@@ -367,6 +404,7 @@ class _Run:
     ) -> ToolResult:
         builtin = self.toolbox.builtins.get(name)
         if builtin is not None:
+            self.commit_held()  # a builtin may wait (a sub-agent's whole run)
             try:
                 return await builtin.run(arguments, context())
             except ToolDBError as exc:
@@ -467,6 +505,7 @@ class _Run:
         return ""
 
     def _finish(self, result: RunResult) -> None:
+        self.commit_held()
         result.data = {
             "tool_calls": [use.model_dump(mode="json") for use in result.tool_calls],
             "skills_loaded": list(self.skills_loaded),
@@ -486,14 +525,16 @@ def _tool_message(call: ToolCall, result: ToolResult) -> Message:
 
 class _TurnRows:
     """A turn's messages (its assistant message, the tool message of its lone call) for
-    the transaction of that call's record (``Registry.acall``'s ``record_also``): one
-    commit per turn instead of two, and the messages never lag behind the record.
+    the transaction of that call's record (``Registry.acall``'s ``record_also``), which
+    the run holds with the records of the turns before it until it is about to wait
+    (``_Run.commit_held``): the messages never lag behind the record, and turns that
+    follow each other without waiting share one commit.
 
     The registry hands over the result before recording it; a result whose text the
     loop still rewrites (``needs_retry``) is declined and the turn appended as usual.
     ``written(result)`` afterwards: the tool message already persisted, if any."""
 
-    __slots__ = ("_assistant", "_call", "_result", "_run", "message")
+    __slots__ = ("_assistant", "_call", "_result", "_run", "held", "message")
 
     def __init__(self, run: _Run, assistant: Message, call: ToolCall) -> None:
         self._run = run
@@ -501,6 +542,10 @@ class _TurnRows:
         self._call = call
         self._result: ToolResult | None = None
         self.message: Message | None = None
+        self.held = run.held
+
+    def before_run(self, tool: ToolRecord, waits: bool) -> None:
+        self._run.before_run(tool, waits)
 
     def __call__(self, result: ToolResult) -> RunMessages | None:
         if not result.success and _needs_retry(result):
@@ -515,7 +560,7 @@ class _TurnRows:
         (the loop got back the very result, and the registry recorded it)."""
         if self.message is None:
             return None
-        if result is not self._result or result.call_id is None:
+        if result is not self._result:
             self.message = None  # not recorded (a store failure): the caller appends
             return None
         return self.message

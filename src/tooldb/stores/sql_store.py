@@ -33,7 +33,7 @@ from ..types import (
 from . import migrate
 from .agent_rows import AgentRows, RunMessages, message_writer
 from .bulk_calls import BulkCalls
-from .call_sql import CALL_WRITERS, call_params
+from .call_sql import CALL_WRITERS, call_params, insert_call
 from .health_rows import HealthRows
 from .hot_connections import HotConnections
 from .ooda_rows import OodaRows
@@ -479,9 +479,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         ]
 
     # -- calls -------------------------------------------------------------
-    def record_call(
-        self, row: dict[str, Any], *, counted: bool, messages: RunMessages | None = None
-    ) -> int:
+    def record_call(self, row: dict[str, Any], *, counted: bool) -> int:
         """Append one call and, if it ran, fold it into the tool's statistics atomically.
 
         This runs on every call, so it skips SQLAlchemy's statement building, compiled
@@ -489,12 +487,38 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         driver's own paramstyle on a pooled DBAPI connection, with the arguments
         serialised here as the ``JSON`` column type would. It is still one transaction,
         committed before this returns. ``row`` holds every column of ``calls`` but ``id``.
-        ``messages`` of a run are appended in the same transaction (an agent turn's).
         """
         values, stats = call_params(row, counted)
-        also = message_writer(self.dialect, messages) if messages else None
         with self._record_lock, self._raw() as connection:
-            return self._write_call(connection, values, stats, also)
+            return self._write_call(connection, values, stats, None)
+
+    def record_call_group(
+        self, items: Sequence[tuple[dict[str, Any], bool, RunMessages | None]]
+    ) -> list[int]:
+        """``record_call`` for several calls (row, counted, messages) in one transaction,
+        in order; their ids. An agent run that does not wait between turns commits its
+        turns this way (recording.py's ``HeldRecords``)."""
+        prepared = [
+            (
+                call_params(row, counted),
+                message_writer(self.dialect, messages) if messages else None,
+            )
+            for row, counted, messages in items
+        ]
+        (values, stats), first_also = prepared[0]
+        later: list[int] = []
+
+        def the_rest(cursor: Any) -> None:
+            if first_also is not None:
+                first_also(cursor)
+            for (more_values, more_stats), also in prepared[1:]:
+                later.append(insert_call(cursor, self.dialect, more_values, more_stats))
+                if also is not None:
+                    also(cursor)
+
+        with self._record_lock, self._raw() as connection:
+            first = self._write_call(connection, values, stats, the_rest)
+        return [first, *later]
 
     def list_calls(
         self,
