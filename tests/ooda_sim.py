@@ -161,6 +161,10 @@ class BetweenWrites:
             self._stats = self.store.live_stats(tenant, self.tool_ids)
         return {i: self._stats[i] for i in ids if i in self._stats}
 
+    def active_stats(self, tenant: str, ids: list[int]) -> dict[int, LiveStats]:
+        stats = self.live_stats(tenant, ids)
+        return {i: s for i, s in stats.items() if s.usage_count or s.success_count}
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
 

@@ -2,13 +2,23 @@
 
 In-process rather than SQLite FTS5 / PostgreSQL full-text: the same scores on
 both backends (PostgreSQL's ts_rank is not BM25), and scoring happens next to the
-dense index so the two are fused without a round trip. Postings are kept per
-term as growing arrays of (slot, term frequency); idf and length normalisation
-are computed at query time, so adding a document never rewrites the others.
+dense index so the two are fused without a round trip. idf and length
+normalisation are computed at query time, so adding a document never rewrites the
+others.
+
+Layout, for memory at 100,000 tools (~200,000 distinct terms, most seen once): the
+postings of every term sit in three flat arrays (slots, term frequencies, and per
+term an offset: compressed sparse rows), with no Python object per term. Documents
+added since are appended to a flat tail, looked up through a small index of it and
+merged into the rows once it grows. A query touches only its terms' postings and
+returns the matched slots sparsely; each term's BM25 weights are kept until the
+next change (they depend on the document count and the average length), so a
+repeated word costs one scatter-add.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 
@@ -19,34 +29,77 @@ from .tooltext import terms
 
 K1 = 1.5
 B = 0.75
+#: Past this many tail postings, the next query merges the tail into the rows.
+TAIL_MERGE = 16_384
+#: Weights kept between queries: at most this many postings (12 bytes each) and terms.
+CACHED_POSTINGS = 1_000_000
+CACHED_TERMS = 20_000
+#: Queries up to this long keep their parsed terms (4,096 of them: at most ~8 MB).
+QUERY_CACHE_CHARS = 2_000
+
+Slots = npt.NDArray[np.intp]
+Floats = npt.NDArray[np.float32]
 
 
-class _Postings:
-    __slots__ = ("count", "slots", "tfs")
+class _Weights:
+    """One term's alive postings and their BM25 weights (idf included, query tf not)."""
 
-    def __init__(self) -> None:
-        self.slots = np.empty(4, dtype=np.int32)
-        self.tfs = np.empty(4, dtype=np.float32)
+    __slots__ = ("idf", "slots", "weights")
+
+    def __init__(self, idf: float, slots: Slots, weights: Floats) -> None:
+        self.idf, self.slots, self.weights = idf, slots, weights
+
+
+class _Growing:
+    """A flat numpy array appended to in chunks (capacity doubles)."""
+
+    __slots__ = ("count", "data")
+
+    def __init__(self, dtype: type[np.generic]) -> None:
+        self.data = np.zeros(0, dtype=dtype)
         self.count = 0
 
-    def add(self, slot: int, tf: int) -> None:
-        if self.count == len(self.slots):
-            self.slots = np.resize(self.slots, self.count * 2)
-            self.tfs = np.resize(self.tfs, self.count * 2)
-        self.slots[self.count] = slot
-        self.tfs[self.count] = tf
-        self.count += 1
+    def extend(self, values: npt.ArrayLike) -> None:
+        values = np.asarray(values, dtype=self.data.dtype)
+        end = self.count + len(values)
+        if end > len(self.data):
+            grown = np.zeros(max(end, 2 * len(self.data), 1024), dtype=self.data.dtype)
+            grown[: self.count] = self.data[: self.count]
+            self.data = grown
+        self.data[self.count : end] = values
+        self.count = end
+
+    def view(self) -> npt.NDArray[np.generic]:
+        return self.data[: self.count]
 
 
 class BM25Index:
-    """Documents live in slots; a removed document's slot is dead until compaction."""
+    """Documents live in slots, added in increasing slot order; a removed document's slot
+    is dead until the owner compacts (rebuilds the index)."""
 
     def __init__(self) -> None:
-        self._postings: dict[str, _Postings] = {}
+        self._term_ids: dict[str, int] = {}
+        # Merged postings of term t: rows [_offsets[t], _offsets[t + 1]) of the arrays.
+        self._offsets = np.zeros(1, dtype=np.int64)
+        self._slots = np.zeros(0, dtype=np.int32)
+        self._tfs = np.zeros(0, dtype=np.uint16)  # a document is at most 100,000 chars
+        self._tail_terms = _Growing(np.int32)
+        self._tail_slots = _Growing(np.int32)
+        self._tail_tfs = _Growing(np.uint16)
+        self._tail_sorted: tuple[npt.NDArray[np.int32], npt.NDArray[np.intp]] | None = None
         self._lengths = np.zeros(0, dtype=np.float32)
         self._alive = np.zeros(0, dtype=bool)
+        self._dead = 0
         self._total_length = 0.0
         self._docs = 0
+        self._cache: dict[str, _Weights] = {}
+        self._cached = 0
+        self._scratch = np.zeros(0, dtype=np.float32)
+
+    @property
+    def documents(self) -> int:
+        """Alive documents."""
+        return self._docs
 
     def add(self, slot: int, text: str) -> None:
         words = terms(text)
@@ -60,58 +113,158 @@ class BM25Index:
         self._alive[slot] = True
         self._total_length += len(words)
         self._docs += 1
-        for term, tf in Counter(words).items():
-            postings = self._postings.get(term)
-            if postings is None:
-                postings = self._postings[term] = _Postings()
-            postings.add(slot, tf)
+        counts = Counter(words)
+        ids = self._term_ids
+        self._tail_terms.extend([ids.setdefault(term, len(ids)) for term in counts])
+        self._tail_slots.extend([slot] * len(counts))
+        self._tail_tfs.extend(list(counts.values()))
+        self._tail_sorted = None
+        self._changed()
 
     def remove(self, slot: int) -> None:
         if slot < len(self._alive) and self._alive[slot]:
             self._alive[slot] = False
             self._total_length -= float(self._lengths[slot])
             self._docs -= 1
+            self._dead += 1
+            self._changed()
 
-    def idf(self, term: str) -> float:
-        postings = self._postings.get(term)
-        df = 0 if postings is None else int(self._alive[postings.slots[: postings.count]].sum())
-        return _idf(self._docs, df)
+    def _changed(self) -> None:
+        """Every weight depends on the document count and average length: drop them."""
+        if self._cache:
+            self._cache.clear()
+            self._cached = 0
 
-    def match(self, query: str, size: int) -> LexicalMatch:
-        """BM25 score of every slot below ``size`` (0 without a query term, or dead), with
-        what ``LexicalMatch.coverage`` needs. Touches only the query terms' postings."""
-        out = np.zeros(size, dtype=np.float32)
-        found: list[tuple[float, npt.NDArray[np.int32]]] = []
+    def match(self, query: str) -> LexicalMatch:
+        """The slots with a query term and their BM25 scores, with what
+        ``LexicalMatch.coverage`` needs. Touches only the query terms' postings."""
+        if self._tail_terms.count > TAIL_MERGE:
+            self._merge()
+        found: list[tuple[float, Slots]] = []
         total_idf = 0.0
-        average = max(self._total_length / self._docs, 1.0) if self._docs else 1.0
-        for term, query_tf in Counter(terms(query)).items():
-            postings = self._postings.get(term)
-            if postings is None:
-                total_idf += _idf(self._docs, 0)
+        for term, query_tf in query_terms(query):
+            entry = self._weights(term)
+            total_idf += entry.idf
+            if len(entry.slots) == 0:
                 continue
-            slots = postings.slots[: postings.count]
+            if len(self._scratch) < len(self._lengths):
+                self._scratch = np.zeros(len(self._lengths), dtype=np.float32)
+            # Term by term in the query's order, as a dense accumulation would: the same
+            # float32 sums. A slot appears once per term, so add.at is exact.
+            weights = entry.weights if query_tf == 1 else entry.weights * query_tf
+            np.add.at(self._scratch, entry.slots, weights)
+            found.append((entry.idf, entry.slots))
+        hits, scores = self._collect(found)
+        return LexicalMatch(hits, scores, found, total_idf)
+
+    def _collect(self, found: list[tuple[float, Slots]]) -> tuple[Slots, Floats]:
+        """The touched slots in order with their scores; the scratch is zeroed again."""
+        if not found:
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32)
+        scratch = self._scratch
+        touched = sum(len(slots) for _, slots in found)
+        if len(found) == 1:
+            hits = found[0][1]
+        elif touched * 16 < len(scratch):  # few postings: sort them rather than scan all
+            merged = np.sort(np.concatenate([slots for _, slots in found]))
+            hits = merged[np.concatenate(([True], merged[1:] != merged[:-1]))]
+        else:
+            hits = np.flatnonzero(scratch > 0)
+        scores = scratch[hits]
+        if touched * 4 < len(scratch):
+            scratch[hits] = 0.0
+        else:
+            scratch[:] = 0.0
+        return hits, scores
+
+    def _weights(self, term: str) -> _Weights:
+        cached = self._cache.get(term)
+        if cached is not None:
+            return cached
+        slots, tfs = self._postings(term)
+        if self._dead and len(slots):
             alive = self._alive[slots]
-            slots = slots[alive]
-            idf = _idf(self._docs, len(slots))
-            total_idf += idf
-            if len(slots) == 0:
-                continue
-            found.append((idf, slots))
-            slots_below = slots[slots < size] if slots[-1] >= size else slots
-            tfs = postings.tfs[: postings.count][alive][: len(slots_below)]
-            norm = K1 * (1.0 - B + B * self._lengths[slots_below] / average)
-            # A slot appears once in a term's postings, so plain fancy-index addition is
-            # exact (and many times faster than np.add.at).
-            out[slots_below] += idf * tfs * (K1 + 1.0) / (tfs + norm) * query_tf
-        return LexicalMatch(out, found, total_idf)
+            slots, tfs = slots[alive], tfs[alive]
+        idf = _idf(self._docs, len(slots))
+        average = max(self._total_length / self._docs, 1.0) if self._docs else 1.0
+        # The expression's order is the scores' definition (float32, left to right).
+        frequencies = tfs.astype(np.float32)
+        norm = K1 * (1.0 - B + B * self._lengths[slots] / average)
+        weights = idf * frequencies * (K1 + 1.0) / (frequencies + norm)
+        entry = _Weights(idf, slots.astype(np.intp), weights.astype(np.float32, copy=False))
+        self._cache[term] = entry
+        self._cached += len(slots)
+        while len(self._cache) > 1 and (
+            self._cached > CACHED_POSTINGS or len(self._cache) > CACHED_TERMS
+        ):  # the oldest first
+            evicted = self._cache.pop(next(iter(self._cache)))
+            self._cached -= len(evicted.slots)
+        return entry
 
-    def scores(self, query: str, size: int) -> npt.NDArray[np.float32]:
-        """BM25 score of every slot (0 for slots without a query term or dead)."""
-        return self.match(query, size).scores
+    def _postings(self, term: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint16]]:
+        """A term's postings (ascending slots, dead ones included) and frequencies."""
+        term_id = self._term_ids.get(term)
+        merged = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint16)
+        if term_id is None:
+            return merged
+        if term_id + 1 < len(self._offsets):
+            start, stop = self._offsets[term_id], self._offsets[term_id + 1]
+            merged = self._slots[start:stop], self._tfs[start:stop]
+        if not self._tail_terms.count:
+            return merged
+        terms_, order = self._tail_order()
+        start, stop = np.searchsorted(terms_, [term_id, term_id + 1])
+        if start == stop:
+            return merged
+        rows = order[start:stop]
+        tail = self._tail_slots.view()[rows], self._tail_tfs.view()[rows]
+        return np.concatenate([merged[0], tail[0]]), np.concatenate([merged[1], tail[1]])
 
-    def coverage(self, query: str, slot: int) -> float:
-        """The share of the query's idf mass that the document in ``slot`` contains (0-1)."""
-        return self.match(query, max(slot + 1, 0)).coverage(slot)
+    def _tail_order(self) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.intp]]:
+        """The tail's terms sorted, and its rows in that order (stable: slots ascend within
+        a term); sorted once per addition."""
+        if self._tail_sorted is None:
+            terms_: npt.NDArray[np.int32] = self._tail_terms.view()  # type: ignore[assignment]
+            order = np.argsort(terms_, kind="stable")
+            self._tail_sorted = terms_[order], order
+        return self._tail_sorted
+
+    def _merge(self) -> None:
+        """Fold the tail into the rows: one stable sort by term keeps slots ascending."""
+        counts = np.diff(self._offsets)
+        old_terms = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+        all_terms = np.concatenate([old_terms, self._tail_terms.view()])
+        order = np.argsort(all_terms, kind="stable")
+        self._slots = np.concatenate([self._slots, self._tail_slots.view()])[order]
+        self._tfs = np.concatenate([self._tfs, self._tail_tfs.view()])[order]
+        per_term = np.bincount(all_terms, minlength=len(self._term_ids))
+        self._offsets = np.concatenate(([0], np.cumsum(per_term))).astype(np.int64)
+        self._tail_terms = _Growing(np.int32)
+        self._tail_slots = _Growing(np.int32)
+        self._tail_tfs = _Growing(np.uint16)
+        self._tail_sorted = None
+
+    def scores(self, query: str, size: int) -> Floats:
+        """BM25 score of every slot below ``size`` (0 without a query term, or dead)."""
+        return self.match(query).dense(size)
+
+    def nbytes(self) -> int:
+        arrays = (self._offsets, self._slots, self._tfs, self._lengths, self._alive)
+        tails = (self._tail_terms, self._tail_slots, self._tail_tfs)
+        return sum(a.nbytes for a in arrays) + sum(t.data.nbytes for t in tails)
+
+
+def query_terms(query: str) -> tuple[tuple[str, int], ...]:
+    """A query's distinct terms in order of appearance, with their counts. Agents ask
+    with the same few tasks again and again: short ones are remembered."""
+    if len(query) <= QUERY_CACHE_CHARS:
+        return _cached_query_terms(query)
+    return tuple(Counter(terms(query)).items())
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_query_terms(query: str) -> tuple[tuple[str, int], ...]:
+    return tuple(Counter(terms(query)).items())
 
 
 def _idf(docs: int, df: int) -> float:
@@ -119,19 +272,35 @@ def _idf(docs: int, df: int) -> float:
 
 
 class LexicalMatch:
-    """One query's BM25 scores, and per matched term its idf and (ascending) slots."""
+    """One query's BM25 scores, sparse: the slots with a query term (ascending) and
+    their scores; per matched term its idf and (ascending) slots."""
 
-    __slots__ = ("_found", "_total_idf", "scores")
+    __slots__ = ("_found", "_total_idf", "hits", "scores")
 
     def __init__(
-        self,
-        scores: npt.NDArray[np.float32],
-        found: list[tuple[float, npt.NDArray[np.int32]]],
-        total_idf: float,
+        self, hits: Slots, scores: Floats, found: list[tuple[float, Slots]], total_idf: float
     ) -> None:
+        self.hits = hits
         self.scores = scores
         self._found = found
         self._total_idf = total_idf
+
+    def at(self, slots: npt.NDArray[np.integer]) -> Floats:
+        """The scores of ``slots`` (0 for a slot without a query term)."""
+        if not len(self.hits):
+            return np.zeros(len(slots), dtype=np.float32)
+        at = np.minimum(np.searchsorted(self.hits, slots), len(self.hits) - 1)
+        return np.where(self.hits[at] == slots, self.scores[at], np.float32(0.0))
+
+    def dense(self, size: int) -> Floats:
+        """The scores of slots 0 to ``size`` - 1."""
+        out = np.zeros(size, dtype=np.float32)
+        if len(self.hits) and self.hits[-1] >= size:
+            below = self.hits < size
+            out[self.hits[below]] = self.scores[below]
+        else:
+            out[self.hits] = self.scores
+        return out
 
     def coverage(self, slot: int) -> float:
         """The share of the query's idf mass that the document in ``slot`` contains (0-1).
@@ -144,7 +313,7 @@ class LexicalMatch:
             return 0.0
         hit = 0.0
         for idf, slots in self._found:
-            at = int(np.searchsorted(slots, slot))
+            at = int(slots.searchsorted(slot))
             if at < len(slots) and slots[at] == slot:
                 hit += idf
         return hit / self._total_idf

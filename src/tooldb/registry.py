@@ -303,7 +303,7 @@ class Registry(Catalog):
                     "task": storable_text(task[:10_000]) or "",
                     "k": k,
                     "filters": filters.as_json(),
-                    "candidates": [c.model_dump(mode="json") for c in selection.candidates],
+                    "candidates": selection.candidates,
                     "chosen": selection.candidates[0].name if selection.candidates else None,
                     "embedder": selection.embedder,
                     "duration_ms": selection.duration_ms,

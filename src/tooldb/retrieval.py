@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .tool_index import ToolIndex
+from .lexical import LexicalMatch
+from .tool_index import Allowed, ToolIndex
 
 Floats = npt.NDArray[np.float32]
 Slots = npt.NDArray[np.int64]
@@ -48,8 +49,10 @@ class Spread:
 
     @classmethod
     def of(cls, values: Floats, min_spread: float) -> Spread:
-        spread = float(values.std()) if len(values) > 1 else 0.0
-        mean = float(values.mean()) if len(values) else 0.0
+        if len(values) > 1:
+            mean, spread = moments(values)
+        else:
+            mean, spread = (float(values.mean()) if len(values) else 0.0), 0.0
         return cls(mean, max(spread, min_spread, 1e-6))
 
     @classmethod
@@ -64,7 +67,21 @@ class Spread:
         return cls(mean, max(variance**0.5, min_spread, 1e-6))
 
     def z(self, scores: Floats) -> Floats:
-        return ((scores - self.mean) / self.spread).astype(np.float32)
+        return ((scores - self.mean) / self.spread).astype(np.float32, copy=False)
+
+
+def moments(values: Floats) -> tuple[float, float]:
+    """``(values.mean(), values.std())`` of float32 values, bit for bit: numpy's own steps
+    (float32 pairwise sums, each division done in float64 and rounded back) without the
+    ~10 µs of Python that wraps each call (a test holds it to numpy's results)."""
+    count = np.intp(len(values))
+    mean = np.add.reduce(values, keepdims=True)
+    np.true_divide(mean, count, out=mean, casting="unsafe")
+    deviations = values - mean
+    np.multiply(deviations, deviations, out=deviations)
+    total = np.add.reduce(deviations)
+    variance = total.dtype.type(total / count)
+    return float(mean[0]), float(variance.dtype.type(np.sqrt(variance)))
 
 
 @dataclass(frozen=True)
@@ -88,35 +105,46 @@ def blend(
     lexical_z = lexical_spread.z(lexical)
     if dense is None or dense_spread is None:
         return lexical_z
-    return ((1.0 - share) * dense_spread.z(dense) + share * lexical_z).astype(np.float32)
+    fused = (1.0 - share) * dense_spread.z(dense) + share * lexical_z
+    return fused.astype(np.float32, copy=False)
 
 
 def top(scores: Floats, size: int) -> Slots:
     """Positions of the ``size`` best scores (unordered)."""
     if size >= len(scores):
         return np.arange(len(scores), dtype=np.int64)
-    return np.argpartition(-scores, size)[:size].astype(np.int64)
+    return np.argpartition(-scores, size)[:size].astype(np.int64, copy=False)
+
+
+def union(first: Slots, second: Slots) -> Slots:
+    """Sorted distinct slots of both (``np.union1d``'s answer, without its hash table)."""
+    merged = np.sort(np.concatenate([first, second]).astype(np.int64))
+    return merged[np.concatenate(([True], merged[1:] != merged[:-1]))] if len(merged) else merged
 
 
 def exact_pool(
     index: ToolIndex,
-    lexical_all: Floats,
+    matched: LexicalMatch,
     query: Floats | None,
-    allowed: Mask,
+    allowed: Allowed,
     share: float,
     size: int,
 ) -> Pool:
     """Score every allowed tool. With the graph built (a large registry) only the allowed
     slots are scored, from the float16 matrix; otherwise the whole float32 matrix at once."""
-    subset = np.flatnonzero(allowed).astype(np.int64)
-    lexical = lexical_all[subset]
+    subset = allowed.slots
+    every = len(subset) == index.size  # then indexing by ``subset`` would only copy
+    if 8 * len(subset) < index.size:
+        lexical = matched.at(subset)
+    else:
+        lexical = matched.dense(index.size)
+        lexical = lexical if every else lexical[subset]
     dense = None
-    if query is not None:
-        dense = (
-            index.dense.scores_for(query, subset)
-            if index.dense.approximate
-            else index.dense.scores(query, index.size)[subset]
-        )
+    if query is not None and index.dense.approximate:
+        dense = index.dense.scores_for(query, subset)
+    elif query is not None:
+        dense = index.dense.scores(query, index.size)
+        dense = dense if every else dense[subset]
     best_lexical = float(lexical.max()) if len(lexical) else 0.0
     lexical_spread = Spread.of(lexical, MIN_LEXICAL_SPREAD * best_lexical)
     dense_spread = Spread.of(dense, MIN_DENSE_SPREAD) if dense is not None else None
@@ -129,24 +157,27 @@ def exact_pool(
 
 def approximate_pool(
     index: ToolIndex,
-    lexical_all: Floats,
-    lexical_hits: Slots,
+    matched: LexicalMatch,
+    hits: Slots,
+    hit_scores: Floats,
     query: Floats,
-    allowed: Mask,
-    allowed_count: int,
+    allowed: Allowed,
     share: float,
     size: int,
 ) -> Pool:
-    """Candidates from the graph and from the postings, rescored exactly; see the module."""
+    """Candidates from the graph and from the postings, rescored exactly; see the module.
+    ``hits`` are the allowed slots with a query term, ascending, ``hit_scores`` theirs."""
     per_side = max(CANDIDATES_PER_POOLED * size, 100)
-    dense_side = index.dense.nearest(query, per_side, allowed)
-    hit_scores = lexical_all[lexical_hits]
-    lexical_side = lexical_hits[top(hit_scores, per_side)]
-    candidates = np.union1d(dense_side, lexical_side).astype(np.int64)
+    graph = allowed.memo.get("graph")
+    if graph is None:  # the graph's length is fixed until the next reload, as is ``allowed``
+        graph = allowed.memo["graph"] = index.dense.graph_filter(allowed.mask)
+    dense_side = index.dense.nearest(query, per_side, graph)
+    lexical_side = hits[top(hit_scores, per_side)]
+    candidates = union(dense_side, lexical_side)
     dense = index.dense.scores_for(query, candidates)
-    lexical = lexical_all[candidates]
+    lexical = matched.at(candidates)
     best_lexical = float(hit_scores.max()) if len(hit_scores) else 0.0
-    lexical_spread = Spread.sparse(hit_scores, allowed_count, MIN_LEXICAL_SPREAD * best_lexical)
+    lexical_spread = Spread.sparse(hit_scores, allowed.count, MIN_LEXICAL_SPREAD * best_lexical)
     dense_spread = Spread.of(index.sample_scores(query, allowed, DENSE_SAMPLE), MIN_DENSE_SPREAD)
     fused = blend(dense, lexical, dense_spread, lexical_spread, share)
     chosen = top(fused, size)

@@ -16,20 +16,23 @@ new tool's values so history only moves a tool away from where it started.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from operator import neg
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import TypeAdapter
 
 from .embedders import Embedder
 from .errors import UsageError
-from .retrieval import EXACT_SUBSET_MAX, approximate_pool, exact_pool
+from .retrieval import EXACT_SUBSET_MAX, Pool, approximate_pool, exact_pool
 from .settings import Settings
 from .stores.search_rows import LiveStats
-from .tool_index import ToolIndex
+from .tool_index import Allowed, Slots, ToolIndex
 from .types import Candidate, Selection
 
 MAX_K = 1000
@@ -90,7 +93,7 @@ Z_SPAN = 4.0
 def _scaled(fused: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """Relevance in (0, 1]: 1 for the best tool, decaying with the distance below it in z
     units. Never clipped: a floor would tie every weaker tool and let names order them."""
-    return np.exp(-(float(fused.max()) - fused) / Z_SPAN).astype(np.float32)
+    return np.exp(-(float(fused.max()) - fused) / Z_SPAN).astype(np.float32, copy=False)
 
 
 class Ranker:
@@ -122,11 +125,12 @@ class Ranker:
         return w.lexical_min + (w.lexical_max - w.lexical_min) * rise
 
     def final(self, relevance: float, success: float, latency: float) -> float:
-        return (
-            relevance
-            + self.w.success * (success - self.w.prior_success)
-            + self.w.latency * (latency - 0.5)
-        )
+        plus_success, plus_latency = self.bonuses(success, latency)
+        return relevance + plus_success + plus_latency
+
+    def bonuses(self, success: float, latency: float) -> tuple[float, float]:
+        """What success and latency add to relevance (in this order) to make ``final``."""
+        return self.w.success * (success - self.w.prior_success), self.w.latency * (latency - 0.5)
 
 
 class Selector:
@@ -153,75 +157,81 @@ class Selector:
         index.refresh()
         notes = self._notes()
         with index.lock:
-            size = index.size
             allowed = index.allowed(
                 category=filters.category, kind=filters.kind, names=filters.names
             )
-            if k == 0 or not allowed.any():
+            if k == 0 or not allowed.count:
                 return Selection(
                     task=task, candidates=[], notes=notes, embedder=self._embedder_id()
                 )
-            matched = index.lexical.match(task, size)
-            query = None
-            if self.embedder is not None and index.dense.present[:size].any():
-                query = self.embedder.embed([task])[0] if query_vector is None else query_vector
-            hits = np.flatnonzero(matched.scores)
-            hits = hits[allowed[hits]].astype(np.int64)
-            best = int(hits[np.argmax(matched.scores[hits])]) if len(hits) else None
-            share = self.ranker.lexical_share(matched.coverage(best) if best is not None else 0.0)
-            pool_size = max(POOL_MIN, POOL_FACTOR * k)
-            allowed_count = int(np.count_nonzero(allowed))
-            if (
-                query is not None
-                and index.dense.approximate
-                and not self.exact
-                and allowed_count > EXACT_SUBSET_MAX
-            ):
-                found = approximate_pool(
-                    index, matched.scores, hits, query, allowed, allowed_count, share,
-                    pool_size,
-                )  # fmt: skip
-            else:
-                found = exact_pool(index, matched.scores, query, allowed, share, pool_size)
-            slots = found.slots
-            ids = [index.slots.ids[s] for s in slots]
-            meta = [
-                (index.slots.names[s], index.slots.category(s), index.slots.kind(s)) for s in slots
-            ]
-        stats = index.store.live_stats(index.tenant, ids)
-        dense, lexical, pooled = found.dense, found.lexical, found.fused
-        relevance = _scaled(pooled)
-        lives = [stats.get(tool_id) for tool_id in ids]
-        success = [self.ranker.success(live) for live in lives]
-        latency = [self.ranker.latency(live) for live in lives]
-        final = [
-            self.ranker.final(float(relevance[i]), success[i], latency[i]) for i in range(len(ids))
-        ]
-        # Sort on plain numbers; only the k chosen become objects (a pool can be 500 tools).
-        order = sorted(range(len(ids)), key=lambda i: (-final[i], -pooled[i], meta[i][0]))
-        chosen = [
-            Candidate(
-                name=meta[i][0],
-                rank=rank,
-                final=round(final[i], 6),
-                relevance=round(float(relevance[i]), 6),
-                dense=round(float(dense[i]), 6) if dense is not None else None,
-                lexical=round(float(lexical[i]), 6),
-                success=round(success[i], 6),
-                latency=round(latency[i], 6),
-                calls=lives[i].usage_count if lives[i] else 0,  # type: ignore[union-attr]
-                category=meta[i][1],
-                kind=meta[i][2],
-            )
-            for rank, i in enumerate(order[:k], start=1)
-        ]
+            found = self._pool(task, max(POOL_MIN, POOL_FACTOR * k), allowed, query_vector)
+            facts = index.slots  # a reload replaces it; the pooled slots' facts stay put
+            ids = facts.ids[found.slots].tolist()
+            names = [facts.names[slot] for slot in found.slots.tolist()]
+        stats = index.store.active_stats(index.tenant, ids)  # absent: never called
         return Selection(
             task=task,
-            candidates=chosen,
+            candidates=_candidates(self._rank(found, ids, names, stats, k), found, facts, stats),
             notes=notes,
             embedder=self._embedder_id(),
             duration_ms=(time.perf_counter() - started) * 1000,
         )
+
+    def _pool(self, task: str, size: int, allowed: Allowed, query_vector: Any) -> Pool:
+        """The ``size`` allowed tools of best blended relevance (index lock held)."""
+        index = self.index
+        matched = index.lexical.match(task)
+        query = None
+        if self.embedder is not None and index.has_vectors():
+            query = self.embedder.embed([task])[0] if query_vector is None else query_vector
+        hits, hit_scores = matched.hits, matched.scores
+        if len(hits) and allowed.count < index.lexical.documents:  # some alive not allowed
+            keep = allowed.mask[hits]
+            hits, hit_scores = hits[keep].astype(np.int64), hit_scores[keep]
+        best = int(hits[hit_scores.argmax()]) if len(hits) else None
+        share = self.ranker.lexical_share(matched.coverage(best) if best is not None else 0.0)
+        if (
+            query is not None
+            and index.dense.approximate
+            and not self.exact
+            and allowed.count > EXACT_SUBSET_MAX
+        ):
+            return approximate_pool(index, matched, hits, hit_scores, query, allowed, share, size)
+        return exact_pool(index, matched, query, allowed, share, size)
+
+    def _rank(
+        self,
+        found: Pool,
+        ids: list[int],
+        names: list[str],
+        stats: dict[int, LiveStats],
+        k: int,
+    ) -> list[Ranked]:
+        """The k best of the pool: final score, then relevance, then name. Plain floats
+        until then: only the chosen become objects (a pool can be 500 tools)."""
+        ranker = self.ranker
+        relevance = _scaled(found.fused).tolist()
+        # A tool never called (most of a pool) has the prior's scores: the bonuses of
+        # ``Ranker.final`` computed once, added in the same order.
+        fresh_success, fresh_latency = ranker.success(None), ranker.latency(None)
+        plus_success, plus_latency = ranker.bonuses(fresh_success, fresh_latency)
+        final = [value + plus_success + plus_latency for value in relevance]
+        scored: dict[int, tuple[float, float]] = {}
+        for i, tool_id in enumerate(ids):
+            live = stats.get(tool_id)
+            if live is not None and (live.usage_count or live.success_count):
+                scored[i] = ranker.success(live), ranker.latency(live)
+                final[i] = ranker.final(relevance[i], *scored[i])
+        # Tuples compare in C (no key function per tool); the index breaks no tie (names
+        # are unique) but keeps the sort stable as a key function would.
+        keys = zip(
+            map(neg, final), map(neg, found.fused.tolist()), names, range(len(ids)), strict=True
+        )
+        fresh = (fresh_success, fresh_latency)
+        return [
+            Ranked(i, ids[i], names[i], final[i], relevance[i], *scored.get(i, fresh))
+            for *_, i in itertools.islice(sorted(keys), k)
+        ]
 
     def _embedder_id(self) -> str | None:
         return self.embedder.id if self.embedder is not None else None
@@ -237,3 +247,46 @@ class Selector:
             f"{missing} of {self.index.enabled_count()} tools have no {self.embedder.id} "
             f"embedding yet{why}: they are ranked by words only; run `tooldb embed`"
         ]
+
+
+class Ranked(NamedTuple):
+    """One pooled tool's place in the ranking (``position`` in the pool's arrays)."""
+
+    position: int
+    id: int
+    name: str
+    final: float
+    relevance: float
+    success: float
+    latency: float
+
+
+_CANDIDATES: TypeAdapter[list[Candidate]] = TypeAdapter(list[Candidate])
+
+
+def _candidates(
+    chosen: list[Ranked], found: Pool, facts: Slots, stats: dict[int, LiveStats]
+) -> list[Candidate]:
+    """The chosen tools as Candidates, scores rounded to 6 places (one validation call)."""
+    positions = [tool.position for tool in chosen]
+    dense = found.dense[positions].tolist() if found.dense is not None else None
+    lexical = found.lexical[positions].tolist()
+    slots = found.slots[positions].tolist()
+    return _CANDIDATES.validate_python(
+        [
+            {
+                "name": tool.name,
+                "rank": rank,
+                "final": round(tool.final, 6),
+                "relevance": round(tool.relevance, 6),
+                "dense": round(dense[rank - 1], 6) if dense is not None else None,
+                "lexical": round(lexical[rank - 1], 6),
+                "success": round(tool.success, 6),
+                "latency": round(tool.latency, 6),
+                "calls": stats[tool.id].usage_count if tool.id in stats else 0,
+                "category": facts.category(slots[rank - 1]),
+                "kind": facts.kind(slots[rank - 1]),
+            }
+            for rank, tool in enumerate(chosen, start=1)
+        ]
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,8 @@ COMPACT_DEAD_FRACTION = 0.3
 #: the whole random order instead.
 SAMPLE_POOL_FACTOR = 2
 MIN_SAMPLE = 256
+
+SlotArray = npt.NDArray[np.int64]
 
 
 class Codes:
@@ -46,11 +49,12 @@ class Codes:
 
 @dataclass
 class Slots:
-    """Per-slot facts, parallel arrays and lists indexed by slot."""
+    """Per-slot facts, parallel arrays and lists indexed by slot (``count`` in use)."""
 
-    ids: list[int] = field(default_factory=list)
+    count: int = 0
+    ids: npt.NDArray[np.int64] = field(default_factory=lambda: _empty(np.int64))
     #: The tool's change_seq when loaded: with the id, what a saved graph is checked by.
-    seqs: list[int] = field(default_factory=list)
+    seqs: npt.NDArray[np.int64] = field(default_factory=lambda: _empty(np.int64))
     names: list[str] = field(default_factory=list)
     categories: Codes = field(default_factory=Codes)
     kinds: Codes = field(default_factory=Codes)
@@ -63,6 +67,8 @@ class Slots:
     def grow(self, size: int) -> None:
         if size > len(self.usable):
             capacity = max(size, len(self.usable) * 2, 16)
+            self.ids = _grown(self.ids, capacity)
+            self.seqs = _grown(self.seqs, capacity)
             self.usable = _grown(self.usable, capacity)
             self.foreign = _grown(self.foreign, capacity)
             self.category_codes = _grown(self.category_codes, capacity)
@@ -112,6 +118,8 @@ class ToolIndex:
         self._sample_order = np.zeros(0, dtype=np.int64)
         self._sample_slots = np.zeros(0, dtype=np.int64)
         self._sample_rows: npt.NDArray[np.float32] | None = None
+        self._sample_draw = 0
+        self._derived: dict[str, Any] = {}
         self.slot_of: dict[int, int] = {}
         self.by_name: dict[str, int] = {}
         self.dead = 0
@@ -129,7 +137,7 @@ class ToolIndex:
 
     @property
     def size(self) -> int:
-        return len(self.slots.ids)
+        return self.slots.count
 
     def refresh(self) -> bool:
         """Bring the mirror up to date; True if anything was reloaded."""
@@ -147,6 +155,7 @@ class ToolIndex:
             for row in self.store.index_rows(self.tenant, since):
                 self._put(row)
             self.dense.sync(self.size)
+            self._derived = {}
             self._seen = state
             return True
 
@@ -160,8 +169,9 @@ class ToolIndex:
             self._kill(old)
         slot = self.size
         self.slots.grow(slot + 1)
-        self.slots.ids.append(row.id)
-        self.slots.seqs.append(row.change_seq)
+        self.slots.count += 1
+        self.slots.ids[slot] = row.id
+        self.slots.seqs[slot] = row.change_seq
         self.slots.names.append(row.name)
         self.slots.category_codes[slot] = self.slots.categories.code(row.category)
         self.slots.kind_codes[slot] = self.slots.kinds.code(row.kind)
@@ -187,16 +197,23 @@ class ToolIndex:
         self.dead += 1
 
     def nbytes(self) -> int:
-        """Memory held by the dense matrix (the lexical postings are not counted)."""
+        """Memory held by the dense matrix and graph (the lexical postings are not counted)."""
         return self.dense.nbytes()
 
+    def has_vectors(self) -> bool:
+        """Any slot has a vector from this embedder (else the task is not embedded)."""
+        return self._derive("vectors", lambda: bool(self.dense.present[: self.size].any()))
+
     def enabled_count(self) -> int:
-        return int(self.slots.usable[: self.size].sum())
+        return self._derive("enabled", lambda: int(self.slots.usable[: self.size].sum()))
 
     def missing_vectors(self) -> tuple[int, int]:
         """(enabled tools without a vector from this embedder, of which from another one)."""
         if self.embedder_id is None:
             return 0, 0
+        return self._derive("missing", self._missing_vectors)
+
+    def _missing_vectors(self) -> tuple[int, int]:
         usable = self.slots.usable[: self.size]
         present = self.dense.present[: self.size]
         if len(present) < self.size:  # no vector ever set beyond this point
@@ -204,14 +221,33 @@ class ToolIndex:
         missing = usable & ~present
         return int(missing.sum()), int((missing & self.slots.foreign[: self.size]).sum())
 
+    def _derive(self, key: str, compute: Callable[[], Any]) -> Any:
+        """A fact about the mirror, computed once per reload (not once per selection)."""
+        with self.lock:
+            if key not in self._derived:
+                self._derived[key] = compute()
+            return self._derived[key]
+
     def allowed(
         self,
         *,
         category: str | None = None,
         kind: str | None = None,
         names: list[str] | None = None,
+    ) -> Allowed:
+        """The slots a selection may return: enabled and matching every filter. Without
+        filters the same object serves every selection until the next reload."""
+        if category is None and kind is None and names is None:
+            return self._derive("unfiltered", lambda: Allowed(self._mask()))
+        return Allowed(self._mask(category=category, kind=kind, names=names))
+
+    def _mask(
+        self,
+        *,
+        category: str | None = None,
+        kind: str | None = None,
+        names: list[str] | None = None,
     ) -> npt.NDArray[np.bool_]:
-        """Mask of the slots a selection may return: enabled and matching every filter."""
         size = self.size
         mask = self.slots.usable[:size].copy()
         slots = self.slots
@@ -232,7 +268,7 @@ class ToolIndex:
         return mask
 
     def sample_scores(
-        self, query: npt.NDArray[np.float32], allowed: npt.NDArray[np.bool_], count: int
+        self, query: npt.NDArray[np.float32], allowed: Allowed, count: int
     ) -> npt.NDArray[np.float32]:
         """Cosines of the query with up to ``count`` allowed tools drawn at random: what the
         dense mean and spread are estimated on. The draw is fixed while the index holds
@@ -244,9 +280,61 @@ class ToolIndex:
         if self._sample_rows is None:
             self._sample_slots = self._sample_order[: SAMPLE_POOL_FACTOR * count]
             self._sample_rows = self.dense.rows(self._sample_slots)
+            self._sample_draw += 1
+        key = ("sample", count, self._sample_draw)
+        plan = allowed.memo.get(key)
+        if plan is None:
+            plan = allowed.memo[key] = self._sample_plan(allowed.mask, count)
+        if isinstance(plan, _Kept):
+            if plan.rows is not None and query.dtype == np.float32 and query.flags.c_contiguous:
+                return np.asarray(plan.rows @ query, dtype=np.float32)
+            assert self._sample_rows is not None
+            return np.asarray(self._sample_rows @ query, dtype=np.float32)[plan.keep][:count]
+        return self.dense.scores_for(query, plan)
+
+    def _sample_plan(self, allowed: npt.NDArray[np.bool_], count: int) -> _Kept | SlotArray:
+        """Which sample rows a filter keeps, or (a narrow filter) the slots to score instead."""
+        assert self._sample_rows is not None
         keep = allowed[self._sample_slots]
         if np.count_nonzero(keep) >= min(count, MIN_SAMPLE):
-            return np.asarray(self._sample_rows @ query, dtype=np.float32)[keep][:count]
+            rows = np.ascontiguousarray(self._sample_rows[keep][:count])
+            # Scoring only the kept rows halves the work, but the sums must come out as the
+            # product with every row would give them: BLAS kernels can sum a row in another
+            # order depending on the matrix's shape. Probes check it once per plan.
+            probes = np.random.default_rng(0).standard_normal((2, rows.shape[1]))
+            for probe in probes.astype(np.float32):
+                whole = np.asarray(self._sample_rows @ probe, dtype=np.float32)[keep][:count]
+                if not np.array_equal(np.asarray(rows @ probe, dtype=np.float32), whole):
+                    return _Kept(keep, None)
+            return _Kept(keep, rows)
         order = self._sample_order  # a narrow filter: walk the whole draw for enough tools
-        chosen = order[allowed[order]][:count]
-        return self.dense.scores_for(query, chosen)
+        return order[allowed[order]][:count]
+
+
+class _Kept:
+    """The sample rows a filter keeps; ``rows`` their copy when scoring it alone gives the
+    very same numbers."""
+
+    __slots__ = ("keep", "rows")
+
+    def __init__(self, keep: npt.NDArray[np.bool_], rows: npt.NDArray[np.float32] | None) -> None:
+        self.keep, self.rows = keep, rows
+
+
+class Allowed:
+    """The slots a selection may return, and what is derived from them once per reload
+    (their positions, the graph's bitmap, which sample rows they keep)."""
+
+    __slots__ = ("_slots", "count", "mask", "memo")
+
+    def __init__(self, mask: npt.NDArray[np.bool_]) -> None:
+        self.mask = mask
+        self.count = int(np.count_nonzero(mask))
+        self._slots: SlotArray | None = None
+        self.memo: dict[Any, Any] = {}
+
+    @property
+    def slots(self) -> SlotArray:
+        if self._slots is None:
+            self._slots = np.flatnonzero(self.mask).astype(np.int64)
+        return self._slots

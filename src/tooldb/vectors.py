@@ -109,14 +109,18 @@ class DenseIndex:
 
     def rows(self, slots: Slots) -> Floats:
         """The vectors of ``slots`` as float32 (zero rows where there is none)."""
-        return np.asarray(self._matrix[slots], dtype=np.float32)
+        rows = self._matrix[slots]
+        return rows if rows.dtype == np.float32 else ann.to_float32(rows)
 
     def scores_for(self, query: Floats, slots: Slots) -> Floats:
-        rows = self._matrix[slots]
-        return np.asarray(rows.astype(np.float32, copy=False) @ query, dtype=np.float32)
+        return np.asarray(self.rows(slots) @ query, dtype=np.float32)
 
-    def nearest(self, query: Floats, count: int, allowed: npt.NDArray[np.bool_]) -> Slots:
+    def graph_filter(self, allowed: npt.NDArray[np.bool_]) -> ann.GraphFilter:
+        """The filter ``nearest`` takes: the ``allowed`` slots that have a vector."""
+        assert self._ann is not None, "graph_filter() needs the HNSW graph (see approximate)"
+        return self._ann.filter(allowed & self.present[: len(allowed)])
+
+    def nearest(self, query: Floats, count: int, allowed: ann.GraphFilter) -> Slots:
         """Up to ``count`` allowed slots with a vector, closest first, through the graph."""
         assert self._ann is not None, "nearest() needs the HNSW graph (see approximate)"
-        usable = allowed & self.present[: len(allowed)]
-        return self._ann.nearest(query, count, usable)
+        return self._ann.nearest(query, count, allowed)

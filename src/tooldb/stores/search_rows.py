@@ -15,8 +15,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
+import pydantic_core
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -47,14 +48,18 @@ class IndexRow:
     change_seq: int
 
 
-@dataclass(frozen=True)
-class LiveStats:
-    """A tool's statistics as of now (they change on every call, without a generation)."""
+class LiveStats(NamedTuple):
+    """A tool's statistics as of now (they change on every call, without a generation).
+    A named tuple: every selection makes one per pooled tool."""
 
     usage_count: int
     success_count: int
     total_duration_ms: float
 
+
+#: A LiveStats from a row's (int, int, float) as the driver returns them: the named
+#: tuple's own constructor is a Python function, ~0.3 µs per pooled tool.
+_live = tuple.__new__
 
 _WINDOW_COLUMNS = {
     "usage_count": ("window_calls", "base_usage_count"),
@@ -67,12 +72,13 @@ def _windowed(counter: str) -> sa.ColumnElement[Any]:
     window, base = (tools.c[name] for name in _WINDOW_COLUMNS[counter])
     lifetime = tools.c[counter]
     windowed = window + lifetime - base
-    return sa.case((tools.c.analyzed_at.is_(None), lifetime), else_=windowed).label(counter)
+    return sa.case((tools.c.analyzed_at.is_(None), lifetime), else_=windowed)
 
 
 def search_statements(dialect: sa.Dialect) -> dict[str, Prebuilt]:
-    """The three statements every ``select`` runs, compiled once for ``dialect``:
-    the tenant's generation, the candidates' live statistics, the decision's insert."""
+    """The statements every ``select`` runs, compiled once for ``dialect``: the tenant's
+    generation, the candidates' live statistics (all, or the called ones), the decision's
+    insert."""
     id_match: sa.ColumnElement[bool]
     tenant_match: sa.ColumnElement[bool] = tools.c.tenant == sa.bindparam("tenant")
     if dialect.name == "sqlite":  # ids as one JSON array parameter, whatever their number
@@ -88,10 +94,13 @@ def search_statements(dialect: sa.Dialect) -> dict[str, Prebuilt]:
         id_match = tools.c.id == sa.func.any(sa.bindparam("ids"))
     live = sa.select(
         tools.c.id,
-        _windowed("usage_count"),
-        _windowed("success_count"),
-        _windowed("total_duration_ms"),
+        *(_windowed(name).label(name) for name in _WINDOW_COLUMNS),
     ).where(tenant_match, id_match)
+    # A tool with neither calls nor successes scores as a new tool: not worth a row.
+    zero: sa.ColumnElement[Any] = sa.literal_column("0")
+    active = live.where(
+        sa.or_(_windowed("usage_count") != zero, _windowed("success_count") != zero)
+    )
     state = sa.select(tenant_state.c.generation, tenant_state.c.removals).where(
         tenant_state.c.tenant == sa.bindparam("tenant")
     )
@@ -109,12 +118,14 @@ def search_statements(dialect: sa.Dialect) -> dict[str, Prebuilt]:
         insert = insert.returning(decisions.c.id)
     return {
         "live_stats": Prebuilt(live, dialect),
+        "active_stats": Prebuilt(active, dialect),
         "tenant_state": Prebuilt(state, dialect),
         "record_decision": Prebuilt(insert, dialect),
     }
 
 
-_DECISION_JSON = {"filters", "candidates"}
+_DECISION_JSON = ("filters", "candidates")
+_DECISION_COLUMNS = tuple(column.name for column in decisions.columns if column.name != "id")
 
 
 def text_hash(text: str) -> str:
@@ -232,13 +243,20 @@ class SearchRows:
     def live_stats(self, tenant: str, ids: Sequence[int]) -> dict[int, LiveStats]:
         """Lifetime counters, or once OODA analysed the tool, its window's figures plus
         every call counted since the analysis (optimize.py)."""
+        return self._stats("live_stats", tenant, ids)
+
+    def active_stats(self, tenant: str, ids: Sequence[int]) -> dict[int, LiveStats]:
+        """``live_stats`` of the tools among ``ids`` with calls or successes counted; any
+        other scores exactly as a new tool does. What selection reads: most of a pool was
+        never called, and each row returned costs ~0.7 µs, a skipped one ~0.1 µs."""
+        return self._stats("active_stats", tenant, ids)
+
+    def _stats(self, statement: str, tenant: str, ids: Sequence[int]) -> dict[int, LiveStats]:
         if not ids:
             return {}
         wanted: Any = json.dumps(list(ids)) if self.dialect == "sqlite" else list(ids)
-        rows = self._fetch_prebuilt(
-            self._search_sql["live_stats"], {"tenant": tenant, "ids": wanted}
-        )
-        return {int(row[0]): LiveStats(int(row[1]), int(row[2]), float(row[3])) for row in rows}
+        rows = self._fetch_prebuilt(self._search_sql[statement], {"tenant": tenant, "ids": wanted})
+        return {row[0]: _live(LiveStats, row[1:]) for row in rows}
 
     def pending_embeddings(
         self, tenant: str, embedder: str, *, after_id: int = 0, limit: int = 256
@@ -331,16 +349,12 @@ class SearchRows:
 
     # -- decisions -----------------------------------------------------------
     def record_decision(self, row: dict[str, Any]) -> int:
-        """One per ``select``: prebuilt SQL like the call record (JSON columns as text)."""
-        values = {
-            column.name: (
-                json.dumps(row.get(column.name), ensure_ascii=False)
-                if column.name in _DECISION_JSON
-                else row.get(column.name)
-            )
-            for column in decisions.columns
-            if column.name != "id"
-        }
+        """One per ``select``: prebuilt SQL like the call record (JSON columns as text).
+        JSON values may hold pydantic models (the candidates): one compact encoding pass
+        instead of a dict per candidate and ``json.dumps`` (~40 µs for 8 of them)."""
+        values = {name: row.get(name) for name in _DECISION_COLUMNS}
+        for name in _DECISION_JSON:
+            values[name] = pydantic_core.to_json(values[name]).decode()
         return self._insert_prebuilt(self._search_sql["record_decision"], values)
 
     def list_decisions(
