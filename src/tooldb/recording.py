@@ -23,7 +23,7 @@ from pydantic_core import to_jsonable_python
 from .execution import Outcome
 from .settings import Settings
 from .stores import RunMessages, Store
-from .types import ErrorKind, ToolRecord, ToolResult
+from .types import ErrorKind, Selection, ToolRecord, ToolResult
 
 
 class Recorder:
@@ -75,22 +75,28 @@ HELD_MAX = 64
 
 
 class HeldRecords:
-    """Call records an agent run has not committed yet, each with its turn's messages.
+    """What an agent run has not committed yet: call records (each with its turn's
+    messages), other run messages and selection decisions.
 
-    ``hold`` keeps one (its ToolResult gets its ``call_id`` at the commit); ``commit``
-    writes them all in one transaction, in order. The run commits whenever it is
-    about to wait, so only turns that follow each other without any wait are grouped.
+    ``hold`` keeps a call (its ToolResult gets its ``call_id`` at the commit),
+    ``hold_messages`` a run's messages, ``hold_decision`` a selection's decision (its
+    ``decision_id`` comes at the commit); ``commit`` writes them all in one transaction.
+    The run commits whenever it is about to wait, so only what happens without any
+    wait in between is grouped.
     """
 
-    __slots__ = ("_items", "_recorder", "_results")
+    __slots__ = ("_calls", "_decisions", "_messages", "_recorder", "_results", "_selections")
 
     def __init__(self, recorder: Recorder) -> None:
         self._recorder = recorder
-        self._items: list[tuple[dict[str, Any], bool, RunMessages | None]] = []
+        self._calls: list[tuple[dict[str, Any], bool, RunMessages | None]] = []
         self._results: list[ToolResult] = []
+        self._messages: list[RunMessages] = []
+        self._decisions: list[dict[str, Any]] = []
+        self._selections: list[Selection] = []
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._calls) + len(self._messages) + len(self._decisions)
 
     def hold(
         self,
@@ -101,25 +107,34 @@ class HeldRecords:
         messages: RunMessages | None,
     ) -> None:
         counted = outcome.error_kind is not ErrorKind.ARGUMENTS
-        self._items.append(
+        self._calls.append(
             (self._recorder.row(tool, arguments, outcome, run_id), counted, messages)
         )
         self._results.append(outcome.result)
-        if len(self._items) >= HELD_MAX:
+        if len(self._calls) >= HELD_MAX:
             self.commit()
 
-    def commit(self) -> list[ToolResult]:
-        """Write what is held; the results that got their ids. A failing store raises
-        (StoreError) and keeps nothing: the run ends with the error."""
-        if not self._items:
-            return []
-        items, results = self._items, self._results
-        self._items, self._results = [], []
-        for result, call_id in zip(
-            results, self._recorder.store.record_call_group(items), strict=True
-        ):
+    def hold_messages(self, messages: RunMessages) -> None:
+        self._messages.append(messages)
+
+    def hold_decision(self, row: dict[str, Any], selection: Selection) -> None:
+        self._decisions.append(row)
+        self._selections.append(selection)
+
+    def commit(self) -> None:
+        """Write what is held, in one transaction. A failing store raises (StoreError)
+        and keeps nothing: the run ends with the error."""
+        if not len(self):
+            return
+        calls, results, self._calls, self._results = self._calls, self._results, [], []
+        messages, self._messages = self._messages, []
+        decisions, selections = self._decisions, self._selections
+        self._decisions, self._selections = [], []
+        call_ids, decision_ids = self._recorder.store.record_group(calls, messages, decisions)
+        for result, call_id in zip(results, call_ids, strict=True):
             result.call_id = call_id
-        return results
+        for selection, decision_id in zip(selections, decision_ids, strict=True):
+            selection.decision_id = decision_id
 
 
 def storable_text(text: str | None) -> str | None:

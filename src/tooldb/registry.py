@@ -289,27 +289,33 @@ class Registry(Catalog):
         names: Sequence[str] | None = None,
         run_id: str | None = None,
         record: bool | None = None,
+        hold: HeldRecords | None = None,
     ) -> Selection:
         """The ``k`` enabled tools most likely to do ``task``, best first, each with the
-        components of its score; recorded as a decision unless ``record`` is False."""
+        components of its score; recorded as a decision unless ``record`` is False
+        (``hold``, an agent run's: held there and committed with its next group, the
+        ``decision_id`` set then)."""
         task = check_request(task, k)
         filters = Filters(category, kind, list(names) if names is not None else None)
         selection = self.selector.select(task, k, filters)
-        if self.settings.record_decisions if record is None else record:
-            selection.decision_id = self.store.record_decision(
-                {
-                    "tenant": self.tenant,
-                    "run_id": run_id,
-                    "task": storable_text(task[:10_000]) or "",
-                    "k": k,
-                    "filters": filters.as_json(),
-                    "candidates": selection.candidates,
-                    "chosen": selection.candidates[0].name if selection.candidates else None,
-                    "embedder": selection.embedder,
-                    "duration_ms": selection.duration_ms,
-                    "created_at": time.time(),
-                }
-            )
+        if not (self.settings.record_decisions if record is None else record):
+            return selection
+        row = {
+            "tenant": self.tenant,
+            "run_id": run_id,
+            "task": storable_text(task[:10_000]) or "",
+            "k": k,
+            "filters": filters.as_json(),
+            "candidates": selection.candidates,
+            "chosen": selection.candidates[0].name if selection.candidates else None,
+            "embedder": selection.embedder,
+            "duration_ms": selection.duration_ms,
+            "created_at": time.time(),
+        }
+        if hold is not None:
+            hold.hold_decision(row, selection)
+        else:
+            selection.decision_id = self.store.record_decision(row)
         return selection
 
     def _to_spec(self, item: ToolLike) -> ToolSpec:
@@ -368,6 +374,24 @@ class Registry(Catalog):
         found = self.store.get_tools(self.tenant, list(names))
         for tool in found.values():
             self._cache_binder(tool)
+        return found
+
+    def current_tools(self, names: Iterable[str]) -> dict[str, ToolRecord]:
+        """The named tools that exist (enabled or not) as ``call`` would run them: their
+        heads in one query, each record from this registry's cache when its version is
+        current (so its statistics are as of when it was first read; ``get_many`` reads
+        them anew). What an agent run's toolbox needs, at a fraction of ``get_many``."""
+        heads = self.store.tool_heads(self.tenant, list(names))
+        found: dict[str, ToolRecord] = {}
+        stale: list[str] = []
+        for name, head in heads.items():
+            cached = self._bound.get((head.id, head.content_hash))
+            if cached is not None and cached[0].enabled == head.enabled:
+                found[name] = cached[0]
+            else:
+                stale.append(name)
+        if stale:
+            found.update(self.get_many(stale))
         return found
 
     def list(

@@ -174,8 +174,7 @@ class _Run:
 
     async def _loop(self) -> RunResult:
         messages = self._opening()
-        self.commit_held()
-        self.log.add(0, messages)
+        self._append(0, messages)
         schemas = self.toolbox.schemas()
         empty_turns = 0
         while True:
@@ -206,15 +205,13 @@ class _Run:
                 self.last_text = turn.text
             if not turn.tool_calls:
                 if turn.text.strip():
-                    self.commit_held()
-                    self.log.add(self.iteration, [assistant])
+                    self._append(self.iteration, [assistant])
                     self.iteration += 1
                     return self._result(RunStatus.SUCCESS, output=turn.text)
                 empty_turns += 1
                 nudge = Message.user(EMPTY_TURN_NUDGE)
                 messages.append(nudge)
-                self.commit_held()
-                self.log.add(self.iteration, [assistant, nudge])
+                self._append(self.iteration, [assistant, nudge])
                 self.iteration += 1
                 if empty_turns >= MAX_EMPTY_TURNS:
                     return self._partial(f"the model returned {empty_turns} empty turns")
@@ -223,8 +220,7 @@ class _Run:
             results, over_budget, persisted = await self._calls(turn.tool_calls, assistant)
             messages.extend(results)
             if not persisted:
-                self.commit_held()
-                self.log.add(self.iteration, [assistant, *results])
+                self._append(self.iteration, [assistant, *results])
             self.iteration += 1
             if over_budget:
                 return self._partial(
@@ -248,7 +244,9 @@ class _Run:
         if loop.tools is not None:
             self.toolbox.add_tools(loop.tools)
         elif not loop.skills and loop.select_k > 0:
-            selection = self.registry.select(self.task, loop.select_k, run_id=self.run_id)
+            selection = self.registry.select(
+                self.task, loop.select_k, run_id=self.run_id, hold=self.held
+            )
             self.toolbox.add_tools(selection.names)
             search = True
         if search:
@@ -373,6 +371,13 @@ class _Run:
             self.quick_tools.add(call.name)
         else:
             self.quick_tools.discard(call.name)
+
+    def _append(self, iteration: int, messages: list[Message]) -> None:
+        """Persist messages of the run: held with its records, else written now."""
+        if self.held is not None:
+            self.held.hold_messages(self.log.rows(iteration, messages))
+        else:
+            self.log.add(iteration, messages)
 
     def runs_inline(self) -> bool:
         """Whether a turn's lone call may run on this thread (see ``owns_loop``)."""
@@ -505,7 +510,13 @@ class _Run:
         return ""
 
     def _finish(self, result: RunResult) -> None:
-        self.commit_held()
+        try:
+            self.commit_held()
+        except ToolDBError as exc:  # the store failed: the run says so, it does not crash
+            result.status = RunStatus.ERROR
+            result.error = f"the run's records could not be written: {exc}"
+            result.requires_review = True
+            result.review_reason = result.error
         result.data = {
             "tool_calls": [use.model_dump(mode="json") for use in result.tool_calls],
             "skills_loaded": list(self.skills_loaded),

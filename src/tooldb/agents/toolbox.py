@@ -56,14 +56,15 @@ class Toolbox:
         new = [n for n in dict.fromkeys(names) if n not in self.offered and n not in self.builtins]
         checked, self._checked = self._checked, {}
         unread = [n for n in new if n not in checked]
-        found = {**checked, **self.registry.get_many(unread)} if unread else checked
+        found = {**checked, **self.registry.current_tools(unread)} if unread else checked
         added: list[str] = []
         for name in new:
             tool = found.get(name)
             if tool is None or not tool.enabled:
                 continue
             self.records[name] = tool
-            self.offered[name] = ToolSchema(
+            # the spec was validated when it was stored: no need to validate it again
+            self.offered[name] = ToolSchema.model_construct(
                 name=name, description=tool.spec.description, parameters=tool.spec.parameters
             )
             added.append(name)
@@ -74,7 +75,7 @@ class Toolbox:
     def missing(self, names: Iterable[str]) -> list[str]:
         """Which of these names cannot be offered (unknown or disabled)."""
         names = [n for n in names if n not in self.offered and n not in self.builtins]
-        found = self.registry.get_many(names) if names else {}
+        found = self.registry.current_tools(names) if names else {}
         self._checked = found
         return [n for n in names if n not in found or not found[n].enabled]
 

@@ -140,6 +140,43 @@ def _write_call_postgres(
             driver.autocommit = False
 
 
+#: Statements for one transaction, given its cursor.
+Writes = Callable[[Any], object]
+
+
+def _transaction_sqlite(connection: PoolProxiedConnection, write: Writes) -> None:
+    """``write`` inside ``BEGIN IMMEDIATE``, committed before returning."""
+    cursor = connection.cursor()
+    try:
+        cursor.execute("BEGIN IMMEDIATE")
+        try:
+            write(cursor)
+            cursor.execute("COMMIT")
+        except BaseException:
+            connection.rollback()
+            raise
+    finally:
+        cursor.close()
+
+
+def _transaction_postgres(connection: PoolProxiedConnection, write: Writes) -> None:
+    driver: Any = connection.dbapi_connection
+    try:
+        with driver.cursor() as cursor:
+            write(cursor)
+        driver.commit()
+    except BaseException:
+        if not driver.closed:
+            driver.rollback()
+        raise
+
+
+#: One transaction of several writes (a group of an agent run's records), per dialect.
+TRANSACTIONS: dict[str, Callable[[PoolProxiedConnection, Writes], None]] = {
+    "sqlite": _transaction_sqlite,
+    "postgresql": _transaction_postgres,
+}
+
 CALL_WRITERS: dict[str, CallWriter] = {
     "sqlite": _write_call_sqlite,
     "postgresql": _write_call_postgres,

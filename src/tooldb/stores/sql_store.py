@@ -33,7 +33,7 @@ from ..types import (
 from . import migrate
 from .agent_rows import AgentRows, RunMessages, message_writer
 from .bulk_calls import BulkCalls
-from .call_sql import CALL_WRITERS, call_params, insert_call
+from .call_sql import CALL_WRITERS, TRANSACTIONS, call_params, insert_call
 from .health_rows import HealthRows
 from .hot_connections import HotConnections
 from .ooda_rows import OodaRows
@@ -44,6 +44,7 @@ from .search_rows import (
     Generation,
     SearchRows,
     bump_generation,
+    decision_values,
     search_statements,
     text_hash,
     upsert_document,
@@ -196,6 +197,21 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         with self._raw() as connection:
             row = _read_one(connection, self.dialect, (tenant, name))
         return ToolHead(row[0], row[1], row[2], bool(row[3])) if row is not None else None
+
+    def tool_heads(self, tenant: str, names: Sequence[str]) -> dict[str, ToolHead]:
+        """``tool_head`` of several tools in one query (the tools an agent run offers)."""
+        wanted = list(dict.fromkeys(names))
+        mark = "?" if self.dialect == "sqlite" else "%s"
+        found: dict[str, ToolHead] = {}
+        for start in range(0, len(wanted), 500):  # well under any bound-parameter limit
+            chunk = wanted[start : start + 500]
+            sql = (
+                "SELECT name, id, version, content_hash, enabled FROM tools"
+                f" WHERE tenant = {mark} AND name IN ({', '.join([mark] * len(chunk))})"
+            )
+            for row in self._fetch_sql(sql, (tenant, *chunk)):
+                found[row[0]] = ToolHead(row[1], row[2], row[3], bool(row[4]))
+        return found
 
     def get_tool(self, tenant: str, name: str) -> ToolRecord | None:
         query = sa.select(tools).where(tools.c.tenant == tenant, tools.c.name == name)
@@ -492,33 +508,42 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         with self._record_lock, self._raw() as connection:
             return self._write_call(connection, values, stats, None)
 
-    def record_call_group(
-        self, items: Sequence[tuple[dict[str, Any], bool, RunMessages | None]]
-    ) -> list[int]:
-        """``record_call`` for several calls (row, counted, messages) in one transaction,
-        in order; their ids. An agent run that does not wait between turns commits its
-        turns this way (recording.py's ``HeldRecords``)."""
+    def record_group(
+        self,
+        calls: Sequence[tuple[dict[str, Any], bool, RunMessages | None]],
+        messages: Sequence[RunMessages] = (),
+        decisions: Sequence[dict[str, Any]] = (),
+    ) -> tuple[list[int], list[int]]:
+        """Several calls (row, counted, their turn's messages) as ``record_call`` writes
+        them, more run messages and selection decisions, all in one transaction; the
+        calls' and the decisions' new ids, in order. An agent run that does not wait
+        between turns commits them this way (recording.py's ``HeldRecords``)."""
+        dialect = self.dialect
         prepared = [
-            (
-                call_params(row, counted),
-                message_writer(self.dialect, messages) if messages else None,
-            )
-            for row, counted, messages in items
+            (call_params(row, counted), message_writer(dialect, turn) if turn else None)
+            for row, counted, turn in calls
         ]
-        (values, stats), first_also = prepared[0]
-        later: list[int] = []
+        appends = [message_writer(dialect, rows) for rows in messages if rows[1]]
+        decision_sql = self._search_sql["record_decision"]
+        decision_params = [decision_sql.params(decision_values(row)) for row in decisions]
+        call_ids: list[int] = []
+        decision_ids: list[int] = []
 
-        def the_rest(cursor: Any) -> None:
-            if first_also is not None:
-                first_also(cursor)
-            for (more_values, more_stats), also in prepared[1:]:
-                later.append(insert_call(cursor, self.dialect, more_values, more_stats))
-                if also is not None:
-                    also(cursor)
+        def write(cursor: Any) -> None:
+            for (values, stats), turn_messages in prepared:
+                call_ids.append(insert_call(cursor, dialect, values, stats))
+                if turn_messages is not None:
+                    turn_messages(cursor)
+            for append in appends:
+                append(cursor)
+            for params in decision_params:
+                cursor.execute(decision_sql.sql, params)
+                new_id = cursor.lastrowid if dialect == "sqlite" else cursor.fetchone()[0]
+                decision_ids.append(int(new_id))
 
         with self._record_lock, self._raw() as connection:
-            first = self._write_call(connection, values, stats, the_rest)
-        return [first, *later]
+            TRANSACTIONS[dialect](connection, write)
+        return call_ids, decision_ids
 
     def list_calls(
         self,
