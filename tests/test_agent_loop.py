@@ -11,7 +11,7 @@ import pytest
 import tests.sample_tools as st
 from tooldb import Registry
 from tooldb.agents import AgentLoop, Limits
-from tooldb.errors import ModelError
+from tooldb.errors import ModelError, NotFound
 from tooldb.models import FunctionModel, Message, ModelTurn, ScriptedModel, ToolChoice, call
 from tooldb.types import RunStatus
 
@@ -369,3 +369,25 @@ def test_every_turn_is_committed_before_the_run_waits(reg: Registry) -> None:
     assert result.status is RunStatus.SUCCESS
     assert seen == [(0, 1), (1, 3), (2, 5), (3, 7)]
     assert all(u.call_id is not None for u in result.tool_calls)
+
+
+def test_a_run_offers_the_current_version_of_each_tool(reg: Registry) -> None:
+    """The toolbox reuses the registry's cached records only while a tool's version is
+    current: a tool changed or disabled between runs is offered as it is now."""
+    first = ScriptedModel(["nothing to do"])
+    AgentLoop(reg, first, tools=["echo", "add"]).run("look")
+    louder = {
+        "name": "echo",
+        "description": "Echo, now louder.",
+        "target": "tests.sample_tools:echo",
+        "parameters": {"text": {"type": "string"}},
+    }
+    reg.add(louder)
+    second = ScriptedModel(["nothing to do"])
+    AgentLoop(reg, second, tools=["echo", "add"]).run("look")
+    offered = {tool.name: tool.description for tool in second.requests[0][1]}
+    assert offered["echo"] == "Echo, now louder."
+    reg.disable("add")
+    third = FunctionModel(lambda *_: "nothing to do")
+    with pytest.raises(NotFound, match="add"):
+        AgentLoop(reg, third, tools=["echo", "add"]).run("look")
