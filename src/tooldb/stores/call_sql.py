@@ -22,9 +22,7 @@ _CALL_COLUMNS = (
 _call_values = operator.itemgetter(*_CALL_COLUMNS[1:])
 #: What a counted call adds to its tool: (success 0 or 1, duration_ms, started_at, tool_id).
 Stats = tuple[int, float, float, int]
-#: Further statements for the call's transaction, given its cursor (a run's messages).
-Also = Callable[[Any], object]
-CallWriter = Callable[[PoolProxiedConnection, tuple[Any, ...], Stats | None, Also | None], int]
+CallWriter = Callable[[PoolProxiedConnection, tuple[Any, ...], Stats | None], int]
 
 _SQLITE_INSERT_CALL = (
     f"INSERT INTO calls ({', '.join(_CALL_COLUMNS)}) VALUES ({', '.join('?' * len(_CALL_COLUMNS))})"
@@ -86,51 +84,24 @@ def insert_call(cursor: Any, dialect: str, values: tuple[Any, ...], stats: Stats
 
 
 def _write_call_sqlite(
-    connection: PoolProxiedConnection,
-    values: tuple[Any, ...],
-    stats: Stats | None,
-    also: Also | None = None,
+    connection: PoolProxiedConnection, values: tuple[Any, ...], stats: Stats | None
 ) -> int:
-    """Insert and update (and ``also``) inside ``BEGIN IMMEDIATE`` (the write lock up
-    front, as in sqlite.py), committed before returning."""
-    cursor = connection.cursor()
-    try:
-        cursor.execute("BEGIN IMMEDIATE")
-        try:
-            call_id = insert_call(cursor, "sqlite", values, stats)
-            if also is not None:
-                also(cursor)
-            cursor.execute("COMMIT")
-        except BaseException:
-            connection.rollback()
-            raise
-    finally:
-        cursor.close()
-    return call_id
+    """Insert and update inside ``BEGIN IMMEDIATE`` (the write lock up front, as in
+    sqlite.py), committed before returning."""
+    ids: list[int] = []
+    _transaction_sqlite(
+        connection, lambda cursor: ids.append(insert_call(cursor, "sqlite", values, stats))
+    )
+    return ids[0]
 
 
 def _write_call_postgres(
-    connection: PoolProxiedConnection,
-    values: tuple[Any, ...],
-    stats: Stats | None,
-    also: Also | None = None,
+    connection: PoolProxiedConnection, values: tuple[Any, ...], stats: Stats | None
 ) -> int:
     """One statement in autocommit mode: atomic on its own, and one round trip instead
     of four (BEGIN, INSERT, UPDATE, COMMIT). The pooled connection goes back to
-    transactional mode afterwards, as SQLAlchemy's own pre-ping does. With ``also``,
-    that statement and ``also``'s in one transaction."""
+    transactional mode afterwards, as SQLAlchemy's own pre-ping does."""
     driver: Any = connection.dbapi_connection
-    if also is not None:
-        try:
-            with driver.cursor() as cursor:
-                call_id = insert_call(cursor, "postgresql", values, stats)
-                also(cursor)
-            driver.commit()
-        except BaseException:
-            if not driver.closed:
-                driver.rollback()
-            raise
-        return call_id
     driver.autocommit = True
     try:
         with driver.cursor() as cursor:

@@ -506,7 +506,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         """
         values, stats = call_params(row, counted)
         with self._record_lock, self._raw() as connection:
-            return self._write_call(connection, values, stats, None)
+            return self._write_call(connection, values, stats)
 
     def record_group(
         self,
