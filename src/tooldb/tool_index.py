@@ -298,17 +298,30 @@ class ToolIndex:
         keep = allowed[self._sample_slots]
         if np.count_nonzero(keep) >= min(count, MIN_SAMPLE):
             rows = np.ascontiguousarray(self._sample_rows[keep][:count])
-            # Scoring only the kept rows halves the work, but the sums must come out as the
-            # product with every row would give them: BLAS kernels can sum a row in another
-            # order depending on the matrix's shape. Probes check it once per plan.
-            probes = np.random.default_rng(0).standard_normal((2, rows.shape[1]))
-            for probe in probes.astype(np.float32):
-                whole = np.asarray(self._sample_rows @ probe, dtype=np.float32)[keep][:count]
-                if not np.array_equal(np.asarray(rows @ probe, dtype=np.float32), whole):
-                    return _Kept(keep, None)
-            return _Kept(keep, rows)
+            same = same_sums(rows, self._sample_rows, keep, count)
+            return _Kept(keep, rows if same else None)
         order = self._sample_order  # a narrow filter: walk the whole draw for enough tools
         return order[allowed[order]][:count]
+
+
+def same_sums(
+    rows: npt.NDArray[np.float32],
+    whole: npt.NDArray[np.float32],
+    keep: npt.NDArray[np.bool_],
+    count: int,
+) -> bool:
+    """Whether ``rows @ q`` gives, bit for bit, what ``(whole @ q)[keep][:count]`` does.
+
+    Scoring only the kept rows halves the work, but a BLAS kernel may sum a row in
+    another order depending on the matrix's shape (a 4-row block or the remainder).
+    Which kernel serves a row depends on shapes, not values: two random probes settle
+    it for the plan's lifetime."""
+    probes = np.random.default_rng(0).standard_normal((2, whole.shape[1])).astype(np.float32)
+    for probe in probes:
+        expected = np.asarray(whole @ probe, dtype=np.float32)[keep][:count]
+        if not np.array_equal(np.asarray(rows @ probe, dtype=np.float32), expected):
+            return False
+    return True
 
 
 class _Kept:
