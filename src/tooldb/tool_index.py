@@ -8,7 +8,10 @@ gets a fresh slot (its old one dies) so the lexical postings never need rewritin
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import hashlib
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +31,9 @@ COMPACT_DEAD_FRACTION = 0.3
 #: the whole random order instead.
 SAMPLE_POOL_FACTOR = 2
 MIN_SAMPLE = 256
+
+#: A load of at least this many tools hands the heap's freed pages back afterwards.
+RELEASE_AFTER_ROWS = 20_000
 
 SlotArray = npt.NDArray[np.int64]
 
@@ -152,11 +158,16 @@ class ToolIndex:
             elif seen is not None and state.removals != seen.removals:
                 self._drop_removed(set(self.store.tool_ids(self.tenant)))
             since = -1 if full or seen is None else seen.generation
+            loaded = 0
             for row in self.store.index_rows(self.tenant, since):
                 self._put(row)
+                loaded += 1
             self.dense.sync(self.size)
+            self.lexical.settle()
             self._derived = {}
             self._seen = state
+            if loaded >= RELEASE_AFTER_ROWS:
+                release_freed_memory()
             return True
 
     def _drop_removed(self, present: set[int]) -> None:
@@ -351,3 +362,22 @@ class Allowed:
         if self._slots is None:
             self._slots = np.flatnonzero(self.mask).astype(np.int64)
         return self._slots
+
+
+@functools.cache
+def _libc() -> Any:
+    return ctypes.CDLL("libc.so.6") if sys.platform.startswith("linux") else None
+
+
+def release_freed_memory() -> None:
+    """Return the C heap's free pages to the system (glibc's ``malloc_trim``).
+
+    Loading 100,000 tools allocates and frees ~250 MB of rows, vectors and temporary
+    arrays; the heap keeps ~50 MB of that freed memory in the process's resident size
+    until something reuses it. Elsewhere (or without glibc) this does nothing."""
+    try:
+        libc = _libc()
+        if libc is not None:
+            libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        return
