@@ -184,3 +184,46 @@ def test_tenants_do_not_see_each_others_tools(catalogue: Registry) -> None:
         assert "acme_weather" not in catalogue.select("weather forecast", k=5).names
     finally:
         other.close()
+
+
+def test_another_registrys_calls_move_the_ranking(registry: Registry) -> None:
+    """Statistics are read from the store on every select (never cached): calls recorded
+    through another registry on the same database count at once."""
+    twins = [
+        {"name": f"resize_image_{suffix}", "target": "tests.sample_tools:fail",
+         "description": "Resize an image to a width and height.",
+         "parameters": {"message": {"type": "string", "default": "broken"}}}
+        for suffix in ("a", "b")
+    ]  # fmt: skip
+    registry.register([_spec(entry) for entry in twins])
+    first = registry.select("resize an image", k=2).names
+    other = tooldb.open(registry.settings.url, settings=registry.settings)
+    try:
+        for _ in range(10):
+            assert not other.call(first[0]).success
+        after = registry.select("resize an image", k=2).candidates
+        assert [c.name for c in after] == first[::-1]
+        assert after[1].calls == 10 and after[1].success < 0.4
+    finally:
+        other.close()
+
+
+def test_active_stats_are_the_called_tools_only(catalogue: Registry) -> None:
+    ids = {tool.name: tool.id for tool in catalogue.list()}
+    for _ in range(3):
+        catalogue.call("send_email", {"to": "a@b.c", "subject": "hi"})
+    store = catalogue.store
+    everything = store.live_stats(catalogue.tenant, list(ids.values()))
+    active = store.active_stats(catalogue.tenant, list(ids.values()))
+    assert set(everything) == set(ids.values())
+    assert active == {ids["send_email"]: everything[ids["send_email"]]}
+    assert active[ids["send_email"]].usage_count == 3
+    assert store.active_stats("another tenant", list(ids.values())) == {}
+    assert store.active_stats(catalogue.tenant, []) == {}
+
+
+def test_the_decision_holds_the_candidates_as_returned(catalogue: Registry) -> None:
+    selection = catalogue.select("convert 100 dollars to euros", k=3, category="finance")
+    decision = catalogue.store.get_decision(catalogue.tenant, selection.decision_id or 0)
+    assert decision is not None and decision["filters"] == {"category": "finance"}
+    assert decision["candidates"] == [c.model_dump(mode="json") for c in selection.candidates]

@@ -124,20 +124,3 @@ class GraphFilter:
                 efSearch=max(EXPANSION_SEARCH, count), sel=self._selector
             )
         return params
-
-
-@functools.cache
-def _half_decoder(dim: int) -> Any:
-    import faiss
-
-    return faiss.ScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16)
-
-
-def to_float32(rows: npt.NDArray[np.float16]) -> npt.NDArray[np.float32]:
-    """float16 rows as float32, bit for bit what ``astype`` gives (every one of the 65,536
-    half values, tested), but through faiss's vectorised decoder: numpy converts one
-    value at a time, which made rescoring a pool's candidates cost ~100 µs."""
-    if not len(rows) or not available():
-        return rows.astype(np.float32)
-    decoded = _half_decoder(rows.shape[1]).decode(np.ascontiguousarray(rows).view(np.uint8))
-    return np.asarray(decoded, dtype=np.float32).reshape(rows.shape)

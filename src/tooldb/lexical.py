@@ -135,11 +135,15 @@ class BM25Index:
             self._cache.clear()
             self._cached = 0
 
+    def settle(self) -> None:
+        """Fold a long tail into the rows now (after a load) rather than in a query."""
+        if self._tail_terms.count > TAIL_MERGE:
+            self._merge()
+
     def match(self, query: str) -> LexicalMatch:
         """The slots with a query term and their BM25 scores, with what
         ``LexicalMatch.coverage`` needs. Touches only the query terms' postings."""
-        if self._tail_terms.count > TAIL_MERGE:
-            self._merge()
+        self.settle()
         found: list[tuple[float, Slots]] = []
         total_idf = 0.0
         for term, query_tf in query_terms(query):

@@ -1,0 +1,127 @@
+"""BM25 in its compact form (flat postings, a tail, cached weights, sparse matches) gives
+bit for bit the scores of the plain dense computation, through additions and removals."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from tooldb import lexical
+from tooldb.lexical import K1, B, BM25Index, query_terms
+from tooldb.tooltext import terms
+
+_VOCABULARY = (
+    "weather forecast city rain wind currency convert money rate email send message flight "
+    "airport hotel translate text image resize video audio calendar meeting stock price "
+    "database query table file upload user account ticket issue bug report search"
+)
+WORDS = _VOCABULARY.split()
+
+
+class DenseBM25:
+    """The reference: a dense score array per query, one term at a time (the old index)."""
+
+    def __init__(self) -> None:
+        self.docs: dict[int, list[str]] = {}
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+
+    def add(self, slot: int, text: str) -> None:
+        words = terms(text)
+        self.docs[slot] = words
+        for term, tf in Counter(words).items():
+            self.postings.setdefault(term, []).append((slot, tf))
+
+    def remove(self, slot: int) -> None:
+        self.docs.pop(slot, None)
+
+    def scores(self, query: str, size: int) -> tuple[np.ndarray, float]:
+        out = np.zeros(size, dtype=np.float32)
+        lengths = np.zeros(size, dtype=np.float32)
+        for slot, words in self.docs.items():
+            lengths[slot] = len(words)
+        docs = len(self.docs)
+        average = max(sum(map(len, self.docs.values())) / docs, 1.0) if docs else 1.0
+        total_idf = 0.0
+        for term, query_tf in Counter(terms(query)).items():
+            alive = [(s, tf) for s, tf in self.postings.get(term, []) if s in self.docs]
+            idf = math.log(1.0 + (docs - len(alive) + 0.5) / (len(alive) + 0.5))
+            total_idf += idf
+            if not alive:
+                continue
+            slots = np.array([s for s, _ in alive])
+            tfs = np.array([tf for _, tf in alive], dtype=np.float32)
+            norm = K1 * (1.0 - B + B * lengths[slots] / average)
+            out[slots] += idf * tfs * (K1 + 1.0) / (tfs + norm) * query_tf
+        return out, total_idf
+
+
+def _text(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12)))
+
+
+def _queries(rng: random.Random) -> list[str]:
+    return [_text(rng) for _ in range(15)] + ["weather weather rain", "nothing matches zzz"]
+
+
+@pytest.mark.parametrize("tail_merge", [4, 64, 1_000_000])
+def test_scores_match_the_dense_computation_through_changes(
+    tail_merge: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lexical, "TAIL_MERGE", tail_merge)  # merge often, sometimes, never
+    rng = random.Random(tail_merge)
+    index, reference = BM25Index(), DenseBM25()
+    slot = 0
+    for round_ in range(6):
+        for _ in range(40):
+            text = _text(rng)
+            index.add(slot, text)
+            reference.add(slot, text)
+            slot += 1
+        for victim in rng.sample(sorted(reference.docs), 5 * round_):
+            index.remove(victim)
+            reference.remove(victim)
+        for query in _queries(rng):
+            expected, total_idf = reference.scores(query, slot)
+            matched = index.match(query)
+            assert np.array_equal(matched.hits, np.flatnonzero(expected))
+            assert np.array_equal(matched.scores, expected[matched.hits])  # bit for bit
+            assert np.array_equal(matched.dense(slot), expected)
+            probe = np.array([0, slot // 2, slot - 1], dtype=np.int64)
+            assert np.array_equal(matched.at(probe), expected[probe])
+            if len(matched.hits):
+                best = int(matched.hits[np.argmax(matched.scores)])
+                contained = sum(
+                    math.log(1.0 + (len(reference.docs) - df + 0.5) / (df + 0.5))
+                    for term, df in _dfs(reference, query).items()
+                    if term in reference.docs[best]
+                )
+                assert matched.coverage(best) == pytest.approx(contained / total_idf)
+
+
+def _dfs(reference: DenseBM25, query: str) -> dict[str, int]:
+    return {
+        term: sum(1 for s, _ in reference.postings.get(term, []) if s in reference.docs)
+        for term in Counter(terms(query))
+    }
+
+
+def test_repeated_queries_reuse_weights_until_a_change() -> None:
+    index = BM25Index()
+    for slot, text in enumerate(["rain in the city", "city rain rain", "money rate"]):
+        index.add(slot, text)
+    first = index.match("city rain")
+    assert index.match("city rain").scores.tolist() == first.scores.tolist()
+    index.add(3, "a very long document about rain and many other words entirely")
+    after = index.match("city rain")  # the average length moved: every weight changes
+    assert after.scores[:2].tolist() != first.scores.tolist()
+    index.remove(0)
+    assert 0 not in index.match("city rain").hits.tolist()
+
+
+def test_query_terms_are_the_counted_terms() -> None:
+    for query in ("Get the Weather for Paris, weather!", "x" * 3000, "", "a the of"):
+        assert query_terms(query) == tuple(Counter(terms(query)).items())

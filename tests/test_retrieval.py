@@ -1,0 +1,90 @@
+"""The shortcuts selection takes compute bit for bit what the plain numpy calls compute:
+rankings must not move by a float's last bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from tooldb import tool_index
+from tooldb.retrieval import moments, union
+from tooldb.tool_index import ToolIndex
+from tooldb.vectors import half_to_float
+
+finite32 = st.floats(-1e4, 1e4, width=32, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(arrays(np.float32, st.integers(2, 3000), elements=finite32))
+def test_moments_are_numpys_mean_and_std(values: np.ndarray) -> None:
+    assert moments(values) == (float(values.mean()), float(values.std()))
+
+
+def test_moments_on_typical_scores() -> None:
+    rng = np.random.default_rng(1)
+    for size in (2, 3, 7, 8, 9, 127, 128, 129, 1000, 8191, 8192, 8193, 20_000):
+        for scale in (1e-3, 1.0, 30.0):
+            values = (rng.standard_normal(size) * scale).astype(np.float32)
+            assert moments(values) == (float(values.mean()), float(values.std()))
+
+
+def test_half_to_float_is_astype_for_every_half() -> None:
+    halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    rows = halves.reshape(-1, 256)
+    expected = rows.astype(np.float32).view(np.uint32)
+    assert np.array_equal(half_to_float(rows).view(np.uint32), expected)  # NaN payloads too
+    assert half_to_float(rows[:0]).shape == (0, 256)
+
+
+def test_union_is_union1d() -> None:
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        a, b = (rng.integers(0, 500, rng.integers(0, 60)).astype(np.int64) for _ in range(2))
+        assert np.array_equal(union(a, b), np.union1d(a, b))
+
+
+@pytest.mark.parametrize("agree", [True, False])
+def test_the_dense_sample_is_the_kept_rows_of_the_whole_product(
+    agree: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scored alone or as part of the whole draw, the kept rows give the same cosines; when
+    the probes say BLAS would sum them differently, the whole draw is scored as before."""
+    if not agree:
+        monkeypatch.setattr(tool_index, "same_sums", lambda *_: False)
+    index = ToolIndex.__new__(ToolIndex)
+    rng = np.random.default_rng(3)
+    size, dim = 3000, 64
+    matrix = rng.standard_normal((size, dim)).astype(np.float32)
+
+    class Dense:
+        def rows(self, slots: np.ndarray) -> np.ndarray:
+            return matrix[slots]
+
+        def scores_for(self, query: np.ndarray, slots: np.ndarray) -> np.ndarray:
+            return np.asarray(matrix[slots] @ query, dtype=np.float32)
+
+    index.dense = Dense()  # type: ignore[assignment]
+    index.slots = tool_index.Slots(count=size)
+    index._sample_order = np.zeros(0, dtype=np.int64)
+    index._sample_rows = None
+    index._sample_draw = 0
+    query = rng.standard_normal(dim).astype(np.float32)
+    everything = np.ones(size, dtype=bool)
+    some = rng.random(size) < 0.7
+    few = np.zeros(size, dtype=bool)
+    few[rng.choice(size, 40, replace=False)] = True
+    for mask in (everything, some, few):
+        allowed = tool_index.Allowed(mask)
+        for _ in range(2):  # the plan is made once, then reused
+            got = index.sample_scores(query, allowed, 1024)
+            order = np.random.default_rng(size).permutation(size)
+            draw = order[:2048]
+            keep = mask[draw]
+            if np.count_nonzero(keep) >= 256:
+                expected = np.asarray(matrix[draw] @ query, dtype=np.float32)[keep][:1024]
+            else:
+                expected = np.asarray(matrix[order[mask[order]][:1024]] @ query, np.float32)
+            assert np.array_equal(got, expected)
