@@ -93,9 +93,9 @@ Z_SPAN = 4.0
 def _scaled(fused: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """Relevance in (0, 1]: 1 for the best tool, decaying with the distance below it in z
     units. Never clipped: a floor would tie every weaker tool and let names order them."""
-    return np.exp(-(float(np.maximum.reduce(fused)) - fused) / Z_SPAN).astype(
-        np.float32, copy=False
-    )
+    # ``fused - best`` is exactly ``-(best - fused)``: rounding to nearest is symmetric
+    best = float(np.maximum.reduce(fused))
+    return np.exp((fused - best) / Z_SPAN).astype(np.float32, copy=False)
 
 
 class Ranker:
@@ -158,21 +158,31 @@ class Selector:
     def select(self, task: str, k: int, filters: Filters, query_vector: Any = None) -> Selection:
         started = time.perf_counter()
         index = self.index
-        index.refresh()
-        notes = self._notes()
-        with index.lock:
-            allowed = index.allowed(
-                category=filters.category, kind=filters.kind, names=filters.names
-            )
-            if k == 0 or not allowed.count:
-                return Selection(
-                    task=task, candidates=[], notes=notes, embedder=self._embedder_id()
+        if index.seen is None:
+            index.refresh()
+        while True:
+            # Rank on the mirror as it is, then read the statistics together with the
+            # tenant's state: if the mirror was behind, bring it up and rank again.
+            notes = self._notes()
+            with index.lock:
+                seen = index.seen
+                allowed = index.allowed(
+                    category=filters.category, kind=filters.kind, names=filters.names
                 )
-            found = self._pool(task, max(POOL_MIN, POOL_FACTOR * k), allowed, query_vector)
-            facts = index.slots  # a reload replaces it; the pooled slots' facts stay put
-            ids = facts.ids[found.slots].tolist()
-            names = [facts.names[slot] for slot in found.slots.tolist()]
-        stats = index.store.active_stats(index.tenant, ids)  # absent: never called
+                if k == 0 or not allowed.count:
+                    if index.refresh():
+                        continue
+                    return Selection(
+                        task=task, candidates=[], notes=notes, embedder=self._embedder_id()
+                    )
+                found = self._pool(task, max(POOL_MIN, POOL_FACTOR * k), allowed, query_vector)
+                facts = index.slots  # a reload replaces it; the pooled slots' facts stay put
+                ids = facts.ids[found.slots].tolist()
+            stats, state = index.store.pool_stats(index.tenant, ids)  # absent: never called
+            if state == seen:
+                break
+            index.refresh(state)
+        names = [facts.names[slot] for slot in found.slots.tolist()]
         return Selection(
             task=task,
             candidates=_candidates(

@@ -138,9 +138,16 @@ class ToolIndex:
     def size(self) -> int:
         return self.slots.count
 
-    def refresh(self) -> bool:
-        """Bring the mirror up to date; True if anything was reloaded."""
-        state = self.store.tenant_state(self.tenant)
+    @property
+    def seen(self) -> TenantState | None:
+        """The tenant's state the mirror was last brought up to (None before the first load)."""
+        return self._seen
+
+    def refresh(self, state: TenantState | None = None) -> bool:
+        """Bring the mirror up to date (with ``state`` if the caller has just read it);
+        True if anything was reloaded."""
+        if state is None:
+            state = self.store.tenant_state(self.tenant)
         with self.lock:
             if state == self._seen:
                 return False
