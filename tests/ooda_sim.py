@@ -165,6 +165,9 @@ class BetweenWrites:
         stats = self.live_stats(tenant, ids)
         return {i: s for i, s in stats.items() if s.usage_count or s.success_count}
 
+    def pool_stats(self, tenant: str, ids: list[int]) -> tuple[dict[int, LiveStats], TenantState]:
+        return self.active_stats(tenant, ids), self.tenant_state(tenant)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
 

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from tooldb import tool_index
+from tooldb import dense_sample
+from tooldb.dense_sample import DenseSample
 from tooldb.retrieval import moments, union
-from tooldb.tool_index import ToolIndex
 from tooldb.vectors import half_to_float
 
 finite32 = st.floats(-1e4, 1e4, width=32, allow_nan=False, allow_infinity=False)
@@ -46,6 +46,17 @@ def test_union_is_union1d() -> None:
         assert np.array_equal(union(a, b), np.union1d(a, b))
 
 
+class _Dense:
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix = matrix
+
+    def rows(self, slots: np.ndarray) -> np.ndarray:
+        return self.matrix[slots]
+
+    def scores_for(self, query: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        return np.asarray(self.matrix[slots] @ query, dtype=np.float32)
+
+
 @pytest.mark.parametrize("agree", [True, False])
 def test_the_dense_sample_is_the_kept_rows_of_the_whole_product(
     agree: bool, monkeypatch: pytest.MonkeyPatch
@@ -53,38 +64,24 @@ def test_the_dense_sample_is_the_kept_rows_of_the_whole_product(
     """Scored alone or as part of the whole draw, the kept rows give the same cosines; when
     the probes say BLAS would sum them differently, the whole draw is scored as before."""
     if not agree:
-        monkeypatch.setattr(tool_index, "same_sums", lambda *_: False)
-    index = ToolIndex.__new__(ToolIndex)
+        monkeypatch.setattr(dense_sample, "same_sums", lambda *_: False)
     rng = np.random.default_rng(3)
     size, dim = 3000, 64
     matrix = rng.standard_normal((size, dim)).astype(np.float32)
-
-    class Dense:
-        def rows(self, slots: np.ndarray) -> np.ndarray:
-            return matrix[slots]
-
-        def scores_for(self, query: np.ndarray, slots: np.ndarray) -> np.ndarray:
-            return np.asarray(matrix[slots] @ query, dtype=np.float32)
-
-    index.dense = Dense()  # type: ignore[assignment]
-    index.slots = tool_index.Slots(count=size)
-    index._sample_order = np.zeros(0, dtype=np.int64)
-    index._sample_rows = None
-    index._sample_draw = 0
+    sample = DenseSample(_Dense(matrix))  # type: ignore[arg-type]
     query = rng.standard_normal(dim).astype(np.float32)
     everything = np.ones(size, dtype=bool)
     some = rng.random(size) < 0.7
     few = np.zeros(size, dtype=bool)
     few[rng.choice(size, 40, replace=False)] = True
+    order = np.random.default_rng(size).permutation(size)
+    draw = order[:2048]
     for mask in (everything, some, few):
-        allowed = tool_index.Allowed(mask)
-        for _ in range(2):  # the plan is made once, then reused
-            got = index.sample_scores(query, allowed, 1024)
-            order = np.random.default_rng(size).permutation(size)
-            draw = order[:2048]
+        memo: dict = {}
+        for reused in (memo, memo, None):  # a plan made once, reused; a one-off mask
             keep = mask[draw]
             if np.count_nonzero(keep) >= 256:
                 expected = np.asarray(matrix[draw] @ query, dtype=np.float32)[keep][:1024]
             else:
                 expected = np.asarray(matrix[order[mask[order]][:1024]] @ query, np.float32)
-            assert np.array_equal(got, expected)
+            assert np.array_equal(sample.scores(query, mask, 1024, size, reused), expected)

@@ -9,6 +9,7 @@ import pytest
 import tooldb
 from tooldb import Registry, Settings, UsageError
 from tooldb.manifests import spec_from_mapping
+from tooldb.stores import TenantState
 from tooldb.types import ToolSpec
 
 CATALOGUE: list[dict[str, Any]] = [
@@ -227,3 +228,33 @@ def test_the_decision_holds_the_candidates_as_returned(catalogue: Registry) -> N
     decision = catalogue.store.get_decision(catalogue.tenant, selection.decision_id or 0)
     assert decision is not None and decision["filters"] == {"category": "finance"}
     assert decision["candidates"] == [c.model_dump(mode="json") for c in selection.candidates]
+
+
+def test_pool_stats_read_the_state_with_the_statistics(catalogue: Registry) -> None:
+    store, tenant = catalogue.store, catalogue.tenant
+    ids = {tool.name: tool.id for tool in catalogue.list()}
+    assert store.pool_stats(tenant, list(ids.values())) == ({}, store.tenant_state(tenant))
+    catalogue.call("send_email", {"to": "a@b.c", "subject": "hi"})
+    stats, state = store.pool_stats(tenant, list(ids.values()))
+    assert set(stats) == {ids["send_email"]} and stats[ids["send_email"]].usage_count == 1
+    assert state == store.tenant_state(tenant)
+    assert store.pool_stats("nobody", list(ids.values())) == ({}, TenantState(0, 0))
+
+
+def test_a_select_on_a_current_mirror_reads_the_state_once(
+    catalogue: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The state comes with the statistics; a mirror found behind is brought up and the
+    pool ranked again, so a change made elsewhere between two selects is never missed."""
+    catalogue.select("weather", k=1)
+    reads: list[str] = []
+    store = catalogue.store
+    original = store.tenant_state
+    monkeypatch.setattr(
+        store, "tenant_state", lambda tenant: reads.append(tenant) or original(tenant)
+    )
+    assert catalogue.select("weather forecast", k=1).names == ["get_weather_forecast"]
+    assert reads == []
+    with tooldb.open(catalogue.settings.url, settings=catalogue.settings) as other:
+        other.disable("get_weather_forecast")
+    assert "get_weather_forecast" not in catalogue.select("weather forecast", k=5).names

@@ -16,6 +16,7 @@ dominates by its units. Two ways to the same pool:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,17 +72,16 @@ class Spread:
 
 
 def moments(values: Floats) -> tuple[float, float]:
-    """``(values.mean(), values.std())`` of float32 values, bit for bit: numpy's own steps
-    (float32 pairwise sums, each division done in float64 and rounded back) without the
-    ~10 µs of Python that wraps each call (a test holds it to numpy's results)."""
-    count = np.intp(len(values))
-    mean = np.add.reduce(values, keepdims=True)
-    np.true_divide(mean, count, out=mean, casting="unsafe")
-    deviations = values - mean
+    """``(values.mean(), values.std())`` of float32 values, bit for bit, without the ~10 µs
+    of Python around each: numpy's steps (float32 pairwise sums; each division done in
+    float64 and rounded to float32; a float32 square root, which a float64 root rounded
+    to float32 equals exactly). A test holds it to numpy's own results."""
+    count = len(values)
+    mean = float(np.float32(float(np.add.reduce(values)) / count))
+    deviations = values - mean  # the mean is a float32 value: exact as a weak scalar
     np.multiply(deviations, deviations, out=deviations)
-    total = np.add.reduce(deviations)
-    variance = total.dtype.type(total / count)
-    return float(mean[0]), float(variance.dtype.type(np.sqrt(variance)))
+    variance = float(np.float32(float(np.add.reduce(deviations)) / count))
+    return mean, float(np.float32(math.sqrt(variance)))
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ def exact_pool(
     elif query is not None:
         dense = index.dense.scores(query, index.size)
         dense = dense if every else dense[subset]
-    best_lexical = float(lexical.max()) if len(lexical) else 0.0
+    best_lexical = float(np.maximum.reduce(lexical)) if len(lexical) else 0.0
     lexical_spread = Spread.of(lexical, MIN_LEXICAL_SPREAD * best_lexical)
     dense_spread = Spread.of(dense, MIN_DENSE_SPREAD) if dense is not None else None
     fused = blend(dense, lexical, dense_spread, lexical_spread, share)
@@ -168,15 +168,16 @@ def approximate_pool(
     """Candidates from the graph and from the postings, rescored exactly; see the module.
     ``hits`` are the allowed slots with a query term, ascending, ``hit_scores`` theirs."""
     per_side = max(CANDIDATES_PER_POOLED * size, 100)
-    graph = allowed.memo.get("graph")
+    memo = allowed.memo if allowed.memo is not None else {}
+    graph = memo.get("graph")
     if graph is None:  # the graph's length is fixed until the next reload, as is ``allowed``
-        graph = allowed.memo["graph"] = index.dense.graph_filter(allowed.mask)
+        graph = memo["graph"] = index.dense.graph_filter(allowed.mask)
     dense_side = index.dense.nearest(query, per_side, graph)
     lexical_side = hits[top(hit_scores, per_side)]
     candidates = union(dense_side, lexical_side)
     dense = index.dense.scores_for(query, candidates)
     lexical = matched.at(candidates)
-    best_lexical = float(hit_scores.max()) if len(hit_scores) else 0.0
+    best_lexical = float(np.maximum.reduce(hit_scores)) if len(hit_scores) else 0.0
     lexical_spread = Spread.sparse(hit_scores, allowed.count, MIN_LEXICAL_SPREAD * best_lexical)
     dense_spread = Spread.of(index.sample_scores(query, allowed, DENSE_SAMPLE), MIN_DENSE_SPREAD)
     fused = blend(dense, lexical, dense_spread, lexical_spread, share)

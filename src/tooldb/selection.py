@@ -93,7 +93,9 @@ Z_SPAN = 4.0
 def _scaled(fused: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """Relevance in (0, 1]: 1 for the best tool, decaying with the distance below it in z
     units. Never clipped: a floor would tie every weaker tool and let names order them."""
-    return np.exp(-(float(fused.max()) - fused) / Z_SPAN).astype(np.float32, copy=False)
+    # ``fused - best`` is exactly ``-(best - fused)``: rounding to nearest is symmetric
+    best = float(np.maximum.reduce(fused))
+    return np.exp((fused - best) / Z_SPAN).astype(np.float32, copy=False)
 
 
 class Ranker:
@@ -101,6 +103,8 @@ class Ranker:
 
     def __init__(self, weights: Weights) -> None:
         self.w = weights
+        #: A tool never called: its success and latency (the priors).
+        self.fresh = (self.success(None), self.latency(None))
 
     def success(self, stats: LiveStats | None) -> float:
         calls = stats.usage_count if stats else 0
@@ -154,24 +158,36 @@ class Selector:
     def select(self, task: str, k: int, filters: Filters, query_vector: Any = None) -> Selection:
         started = time.perf_counter()
         index = self.index
-        index.refresh()
-        notes = self._notes()
-        with index.lock:
-            allowed = index.allowed(
-                category=filters.category, kind=filters.kind, names=filters.names
-            )
-            if k == 0 or not allowed.count:
-                return Selection(
-                    task=task, candidates=[], notes=notes, embedder=self._embedder_id()
+        if index.seen is None:
+            index.refresh()
+        while True:
+            # Rank on the mirror as it is, then read the statistics together with the
+            # tenant's state: if the mirror was behind, bring it up and rank again.
+            notes = self._notes()
+            with index.lock:
+                seen = index.seen
+                allowed = index.allowed(
+                    category=filters.category, kind=filters.kind, names=filters.names
                 )
-            found = self._pool(task, max(POOL_MIN, POOL_FACTOR * k), allowed, query_vector)
-            facts = index.slots  # a reload replaces it; the pooled slots' facts stay put
-            ids = facts.ids[found.slots].tolist()
-            names = [facts.names[slot] for slot in found.slots.tolist()]
-        stats = index.store.active_stats(index.tenant, ids)  # absent: never called
+                if k == 0 or not allowed.count:
+                    if index.refresh():
+                        continue
+                    return Selection(
+                        task=task, candidates=[], notes=notes, embedder=self._embedder_id()
+                    )
+                found = self._pool(task, max(POOL_MIN, POOL_FACTOR * k), allowed, query_vector)
+                facts = index.slots  # a reload replaces it; the pooled slots' facts stay put
+                ids = facts.ids[found.slots].tolist()
+            stats, state = index.store.pool_stats(index.tenant, ids)  # absent: never called
+            if state == seen:
+                break
+            index.refresh(state)
+        names = [facts.names[slot] for slot in found.slots.tolist()]
         return Selection(
             task=task,
-            candidates=_candidates(self._rank(found, ids, names, stats, k), found, facts, stats),
+            candidates=_candidates(
+                self._rank(found, ids, names, stats, k), found, facts, stats, self.ranker.fresh
+            ),
             notes=notes,
             embedder=self._embedder_id(),
             duration_ms=(time.perf_counter() - started) * 1000,
@@ -213,13 +229,13 @@ class Selector:
         relevance = _scaled(found.fused).tolist()
         # A tool never called (most of a pool) has the prior's scores: the bonuses of
         # ``Ranker.final`` computed once, added in the same order.
-        fresh_success, fresh_latency = ranker.success(None), ranker.latency(None)
+        fresh_success, fresh_latency = ranker.fresh
         plus_success, plus_latency = ranker.bonuses(fresh_success, fresh_latency)
         final = [value + plus_success + plus_latency for value in relevance]
         scored: dict[int, tuple[float, float]] = {}
-        for i, tool_id in enumerate(ids):
-            live = stats.get(tool_id)
-            if live is not None and (live.usage_count or live.success_count):
+        for tool_id, live in stats.items():  # the tools with calls: usually a few, or none
+            if live.usage_count or live.success_count:
+                i = ids.index(tool_id)
                 scored[i] = ranker.success(live), ranker.latency(live)
                 final[i] = ranker.final(relevance[i], *scored[i])
         # Tuples compare in C (no key function per tool); the index breaks no tie (names
@@ -265,28 +281,36 @@ _CANDIDATES: TypeAdapter[list[Candidate]] = TypeAdapter(list[Candidate])
 
 
 def _candidates(
-    chosen: list[Ranked], found: Pool, facts: Slots, stats: dict[int, LiveStats]
+    chosen: list[Ranked],
+    found: Pool,
+    facts: Slots,
+    stats: dict[int, LiveStats],
+    fresh: tuple[float, float],
 ) -> list[Candidate]:
-    """The chosen tools as Candidates, scores rounded to 6 places (one validation call)."""
+    """The chosen tools as Candidates, scores rounded to 6 places (one validation call).
+    Each ``round`` formats a string (~1 µs): a value shared with ``fresh`` (a new tool's
+    success and latency) or a final equal to the relevance (a new tool) is rounded once."""
     positions = [tool.position for tool in chosen]
     dense = found.dense[positions].tolist() if found.dense is not None else None
     lexical = found.lexical[positions].tolist()
     slots = found.slots[positions].tolist()
-    return _CANDIDATES.validate_python(
-        [
+    rows = []
+    fresh_success, fresh_latency = round(fresh[0], 6), round(fresh[1], 6)
+    for rank, tool in enumerate(chosen, start=1):
+        relevance = round(tool.relevance, 6)
+        rows.append(
             {
                 "name": tool.name,
                 "rank": rank,
-                "final": round(tool.final, 6),
-                "relevance": round(tool.relevance, 6),
+                "final": relevance if tool.final == tool.relevance else round(tool.final, 6),
+                "relevance": relevance,
                 "dense": round(dense[rank - 1], 6) if dense is not None else None,
                 "lexical": round(lexical[rank - 1], 6),
-                "success": round(tool.success, 6),
-                "latency": round(tool.latency, 6),
+                "success": fresh_success if tool.success == fresh[0] else round(tool.success, 6),
+                "latency": fresh_latency if tool.latency == fresh[1] else round(tool.latency, 6),
                 "calls": stats[tool.id].usage_count if tool.id in stats else 0,
                 "category": facts.category(slots[rank - 1]),
                 "kind": facts.kind(slots[rank - 1]),
             }
-            for rank, tool in enumerate(chosen, start=1)
-        ]
-    )
+        )
+    return _CANDIDATES.validate_python(rows)

@@ -20,17 +20,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .dense_sample import DenseSample
 from .graph_cache import GraphCache
 from .lexical import BM25Index
 from .stores import IndexRow, Store, TenantState
 from .vectors import DenseIndex
 
 COMPACT_DEAD_FRACTION = 0.3
-#: The dense statistics' sample is drawn from this many times its size of random slots,
-#: whose vectors are kept as float32; a filter leaving fewer than MIN_SAMPLE of them walks
-#: the whole random order instead.
-SAMPLE_POOL_FACTOR = 2
-MIN_SAMPLE = 256
 
 #: A load of at least this many tools hands the heap's freed pages back afterwards.
 RELEASE_AFTER_ROWS = 20_000
@@ -121,10 +117,7 @@ class ToolIndex:
         self.slots = Slots()
         self.lexical = BM25Index()
         self.dense = DenseIndex(self.dim, self.ann_min, self._graph_cache())
-        self._sample_order = np.zeros(0, dtype=np.int64)
-        self._sample_slots = np.zeros(0, dtype=np.int64)
-        self._sample_rows: npt.NDArray[np.float32] | None = None
-        self._sample_draw = 0
+        self.sample = DenseSample(self.dense)
         self._derived: dict[str, Any] = {}
         self.slot_of: dict[int, int] = {}
         self.by_name: dict[str, int] = {}
@@ -145,9 +138,16 @@ class ToolIndex:
     def size(self) -> int:
         return self.slots.count
 
-    def refresh(self) -> bool:
-        """Bring the mirror up to date; True if anything was reloaded."""
-        state = self.store.tenant_state(self.tenant)
+    @property
+    def seen(self) -> TenantState | None:
+        """The tenant's state the mirror was last brought up to (None before the first load)."""
+        return self._seen
+
+    def refresh(self, state: TenantState | None = None) -> bool:
+        """Bring the mirror up to date (with ``state`` if the caller has just read it);
+        True if anything was reloaded."""
+        if state is None:
+            state = self.store.tenant_state(self.tenant)
         with self.lock:
             if state == self._seen:
                 return False
@@ -249,7 +249,7 @@ class ToolIndex:
         """The slots a selection may return: enabled and matching every filter. Without
         filters the same object serves every selection until the next reload."""
         if category is None and kind is None and names is None:
-            return self._derive("unfiltered", lambda: Allowed(self._mask()))
+            return self._derive("unfiltered", lambda: Allowed(self._mask(), reused=True))
         return Allowed(self._mask(category=category, kind=kind, names=names))
 
     def _mask(
@@ -282,80 +282,22 @@ class ToolIndex:
         self, query: npt.NDArray[np.float32], allowed: Allowed, count: int
     ) -> npt.NDArray[np.float32]:
         """Cosines of the query with up to ``count`` allowed tools drawn at random: what the
-        dense mean and spread are estimated on. The draw is fixed while the index holds
-        about as many slots, and its rows are kept as float32 (no per-query conversion)."""
-        size = self.size
-        if len(self._sample_order) < size * 0.9 or len(self._sample_order) > size:
-            self._sample_order = np.random.default_rng(size).permutation(size).astype(np.int64)
-            self._sample_rows = None
-        if self._sample_rows is None:
-            self._sample_slots = self._sample_order[: SAMPLE_POOL_FACTOR * count]
-            self._sample_rows = self.dense.rows(self._sample_slots)
-            self._sample_draw += 1
-        key = ("sample", count, self._sample_draw)
-        plan = allowed.memo.get(key)
-        if plan is None:
-            plan = allowed.memo[key] = self._sample_plan(allowed.mask, count)
-        if isinstance(plan, _Kept):
-            if plan.rows is not None and query.dtype == np.float32 and query.flags.c_contiguous:
-                return np.asarray(plan.rows @ query, dtype=np.float32)
-            assert self._sample_rows is not None
-            return np.asarray(self._sample_rows @ query, dtype=np.float32)[plan.keep][:count]
-        return self.dense.scores_for(query, plan)
-
-    def _sample_plan(self, allowed: npt.NDArray[np.bool_], count: int) -> _Kept | SlotArray:
-        """Which sample rows a filter keeps, or (a narrow filter) the slots to score instead."""
-        assert self._sample_rows is not None
-        keep = allowed[self._sample_slots]
-        if np.count_nonzero(keep) >= min(count, MIN_SAMPLE):
-            rows = np.ascontiguousarray(self._sample_rows[keep][:count])
-            same = same_sums(rows, self._sample_rows, keep, count)
-            return _Kept(keep, rows if same else None)
-        order = self._sample_order  # a narrow filter: walk the whole draw for enough tools
-        return order[allowed[order]][:count]
-
-
-def same_sums(
-    rows: npt.NDArray[np.float32],
-    whole: npt.NDArray[np.float32],
-    keep: npt.NDArray[np.bool_],
-    count: int,
-) -> bool:
-    """Whether ``rows @ q`` gives, bit for bit, what ``(whole @ q)[keep][:count]`` does.
-
-    Scoring only the kept rows halves the work, but a BLAS kernel may sum a row in
-    another order depending on the matrix's shape (a 4-row block or the remainder).
-    Which kernel serves a row depends on shapes, not values: two random probes settle
-    it for the plan's lifetime."""
-    probes = np.random.default_rng(0).standard_normal((2, whole.shape[1])).astype(np.float32)
-    for probe in probes:
-        expected = np.asarray(whole @ probe, dtype=np.float32)[keep][:count]
-        if not np.array_equal(np.asarray(rows @ probe, dtype=np.float32), expected):
-            return False
-    return True
-
-
-class _Kept:
-    """The sample rows a filter keeps; ``rows`` their copy when scoring it alone gives the
-    very same numbers."""
-
-    __slots__ = ("keep", "rows")
-
-    def __init__(self, keep: npt.NDArray[np.bool_], rows: npt.NDArray[np.float32] | None) -> None:
-        self.keep, self.rows = keep, rows
+        dense mean and spread are estimated on (dense_sample.py)."""
+        return self.sample.scores(query, allowed.mask, count, self.size, allowed.memo)
 
 
 class Allowed:
-    """The slots a selection may return, and what is derived from them once per reload
-    (their positions, the graph's bitmap, which sample rows they keep)."""
+    """The slots a selection may return. The unfiltered one serves every selection until
+    the next reload, and its ``memo`` keeps what is derived from it (the graph's bitmap,
+    which sample rows it keeps); a filter's is made for one selection (``memo`` None)."""
 
     __slots__ = ("_slots", "count", "mask", "memo")
 
-    def __init__(self, mask: npt.NDArray[np.bool_]) -> None:
+    def __init__(self, mask: npt.NDArray[np.bool_], *, reused: bool = False) -> None:
         self.mask = mask
         self.count = int(np.count_nonzero(mask))
         self._slots: SlotArray | None = None
-        self.memo: dict[Any, Any] = {}
+        self.memo: dict[Any, Any] | None = {} if reused else None
 
     @property
     def slots(self) -> SlotArray:

@@ -9,6 +9,8 @@ Parameters are passed already in the driver's types (JSON as text).
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -23,8 +25,13 @@ class Prebuilt:
         self.names: tuple[str, ...] | None = (
             tuple(compiled.positiontup or ()) if compiled.positional else None
         )
+        # A tuple of the named values in order, taken in C (a generator cost ~2 µs per call)
+        names = self.names or ()
+        self._ordered: Callable[[dict[str, Any]], tuple[Any, ...]] = (
+            operator.itemgetter(*names) if len(names) > 1 else lambda v: tuple(v[n] for n in names)
+        )
 
     def params(self, values: dict[str, Any]) -> tuple[Any, ...] | dict[str, Any]:
         if self.names is None:
             return values
-        return tuple(values[name] for name in self.names)
+        return self._ordered(values)

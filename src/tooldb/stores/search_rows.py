@@ -10,7 +10,6 @@ transaction, so the mirror can never miss a change that committed.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -25,9 +24,9 @@ from .prebuilt import Prebuilt
 from .schema import decisions, tenant_state, tool_search, tools
 
 
-@dataclass(frozen=True)
-class TenantState:
-    """A tenant's change counters: any change bumps ``generation``; removals also ``removals``."""
+class TenantState(NamedTuple):
+    """A tenant's change counters: any change bumps ``generation``; removals also ``removals``.
+    Read on every ``select``: a named tuple is the cheapest record to make and compare."""
 
     generation: int
     removals: int
@@ -101,6 +100,14 @@ def search_statements(dialect: sa.Dialect) -> dict[str, Prebuilt]:
     active = live.where(
         sa.or_(_windowed("usage_count") != zero, _windowed("success_count") != zero)
     )
+    # The same rows after the tenant's state (id -1: tool ids start at 1), one snapshot.
+    state_row = sa.select(
+        sa.literal_column("-1"),
+        tenant_state.c.generation,
+        tenant_state.c.removals,
+        sa.literal_column("0.0"),
+    ).where(tenant_state.c.tenant == sa.bindparam("tenant"))
+    pool = sa.union_all(state_row, active)
     state = sa.select(tenant_state.c.generation, tenant_state.c.removals).where(
         tenant_state.c.tenant == sa.bindparam("tenant")
     )
@@ -119,6 +126,7 @@ def search_statements(dialect: sa.Dialect) -> dict[str, Prebuilt]:
     return {
         "live_stats": Prebuilt(live, dialect),
         "active_stats": Prebuilt(active, dialect),
+        "pool_stats": Prebuilt(pool, dialect),
         "tenant_state": Prebuilt(state, dialect),
         "record_decision": Prebuilt(insert, dialect),
     }
@@ -261,12 +269,28 @@ class SearchRows:
         never called, and each row returned costs ~0.7 µs, a skipped one ~0.1 µs."""
         return self._stats("active_stats", tenant, ids)
 
+    def pool_stats(
+        self, tenant: str, ids: Sequence[int]
+    ) -> tuple[dict[int, LiveStats], TenantState]:
+        """``active_stats`` and ``tenant_state`` read together (one statement, one snapshot):
+        selection ranks a pool from its index, then checks here that the index was current
+        when the statistics were read, instead of reading the state first (~10 µs less)."""
+        stats = {row[0]: row for row in self._stats_rows("pool_stats", tenant, ids)}
+        marker = stats.pop(-1, None)  # no row: the tenant never had a tool
+        state = TenantState(int(marker[1]), int(marker[2])) if marker else TenantState(0, 0)
+        return {tool_id: _live(LiveStats, row[1:]) for tool_id, row in stats.items()}, state
+
     def _stats(self, statement: str, tenant: str, ids: Sequence[int]) -> dict[int, LiveStats]:
         if not ids:
             return {}
-        wanted: Any = json.dumps(list(ids)) if self.dialect == "sqlite" else list(ids)
-        rows = self._fetch_prebuilt(self._search_sql[statement], {"tenant": tenant, "ids": wanted})
-        return {row[0]: _live(LiveStats, row[1:]) for row in rows}
+        return {
+            row[0]: _live(LiveStats, row[1:]) for row in self._stats_rows(statement, tenant, ids)
+        }
+
+    def _stats_rows(self, statement: str, tenant: str, ids: Sequence[int]) -> list[tuple[Any, ...]]:
+        # SQLite takes the ids as one JSON array (ints: joined, ~5 µs less than json.dumps)
+        wanted: Any = f"[{','.join(map(str, ids))}]" if self.dialect == "sqlite" else list(ids)
+        return self._fetch_prebuilt(self._search_sql[statement], {"tenant": tenant, "ids": wanted})
 
     def pending_embeddings(
         self, tenant: str, embedder: str, *, after_id: int = 0, limit: int = 256
