@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import tooldb
-from tooldb import Registry, Settings, UsageError
+from tooldb import Registry, Settings, UsageError, tool_index
 from tooldb.manifests import spec_from_mapping
 from tooldb.stores import TenantState
 from tooldb.types import ToolSpec
@@ -258,3 +258,21 @@ def test_a_select_on_a_current_mirror_reads_the_state_once(
     with tooldb.open(catalogue.settings.url, settings=catalogue.settings) as other:
         other.disable("get_weather_forecast")
     assert "get_weather_forecast" not in catalogue.select("weather forecast", k=5).names
+
+
+def test_a_big_load_hands_the_freed_heap_back(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = tool_index.release_freed_memory
+    calls: list[int] = []
+    monkeypatch.setattr(tool_index, "RELEASE_AFTER_ROWS", len(CATALOGUE))
+    monkeypatch.setattr(tool_index, "release_freed_memory", lambda: calls.append(1))
+    registry.register([_spec(entry) for entry in CATALOGUE[:-1]])
+    registry.select("weather", k=1)  # a load below the threshold
+    registry.register([_spec(CATALOGUE[-1])])
+    registry.select("weather", k=1)  # one tool reloaded
+    assert calls == []
+    with tooldb.open(registry.settings.url, settings=registry.settings) as other:
+        other.select("weather", k=1)  # a fresh index loads all of them
+    assert calls == [1]
+    release()  # the real one: harmless anywhere

@@ -175,7 +175,8 @@ class Selector:
                     return Selection(
                         task=task, candidates=[], notes=notes, embedder=self._embedder_id()
                     )
-                found = self._pool(task, max(POOL_MIN, POOL_FACTOR * k), allowed, query_vector)
+                size = max(POOL_MIN, POOL_FACTOR * k)
+                found, query_vector = self._pool(task, size, allowed, query_vector)
                 facts = index.slots  # a reload replaces it; the pooled slots' facts stay put
                 ids = facts.ids[found.slots].tolist()
             stats, state = index.store.pool_stats(index.tenant, ids)  # absent: never called
@@ -193,8 +194,9 @@ class Selector:
             duration_ms=(time.perf_counter() - started) * 1000,
         )
 
-    def _pool(self, task: str, size: int, allowed: Allowed, query_vector: Any) -> Pool:
-        """The ``size`` allowed tools of best blended relevance (index lock held)."""
+    def _pool(self, task: str, size: int, allowed: Allowed, query_vector: Any) -> tuple[Pool, Any]:
+        """The ``size`` allowed tools of best blended relevance (index lock held), and the
+        task's vector (None if not needed), embedded once even if the pool is redone."""
         index = self.index
         matched = index.lexical.match(task)
         query = None
@@ -212,8 +214,10 @@ class Selector:
             and not self.exact
             and allowed.count > EXACT_SUBSET_MAX
         ):
-            return approximate_pool(index, matched, hits, hit_scores, query, allowed, share, size)
-        return exact_pool(index, matched, query, allowed, share, size)
+            pool = approximate_pool(index, matched, hits, hit_scores, query, allowed, share, size)
+        else:
+            pool = exact_pool(index, matched, query, allowed, share, size)
+        return pool, query
 
     def _rank(
         self,

@@ -29,7 +29,7 @@ from .vectors import DenseIndex
 COMPACT_DEAD_FRACTION = 0.3
 
 #: A load of at least this many tools hands the heap's freed pages back afterwards.
-RELEASE_AFTER_ROWS = 20_000
+RELEASE_AFTER_ROWS = 5_000
 
 SlotArray = npt.NDArray[np.int64]
 
