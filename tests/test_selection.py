@@ -276,3 +276,11 @@ def test_a_big_load_hands_the_freed_heap_back(
         other.select("weather", k=1)  # a fresh index loads all of them
     assert calls == [1]
     release()  # the real one: harmless anywhere
+
+
+def test_a_filter_no_store_can_hold_is_recorded_escaped(catalogue: Registry) -> None:
+    selection = catalogue.select("weather", k=2, names=["\ud800", "a\x00b", "send_email"])
+    assert selection.names == ["send_email"]
+    decision = catalogue.store.get_decision(catalogue.tenant, selection.decision_id or 0)
+    assert decision is not None
+    assert decision["filters"] == {"names": ["\\ud800", "a\\x00b", "send_email"]}

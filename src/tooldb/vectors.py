@@ -4,8 +4,9 @@ Below ``ann_min`` vectors, search is exact: a float32 matrix times the query,
 0.05 ms at 1,000 vectors and 0.4 ms at 10,000 (one core, 384 dims). Past it, an
 HNSW graph (``ann.py``) finds the nearest few hundred and the matrix only rescores
 them exactly, so it is kept as float16 (half the memory; a cosine to ~1e-3).
-Vectors are unit length, so the inner product is the cosine. Slots grow by
-doubling; a removed tool's slot is zeroed and marked dead until the owner compacts.
+Vectors are unit length, so the inner product is the cosine. Slots grow by a
+quarter (and the float16 matrix is cut to the slots in use when the graph is
+built); a removed tool's slot is zeroed and marked dead until the owner compacts.
 """
 
 from __future__ import annotations

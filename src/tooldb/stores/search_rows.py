@@ -142,8 +142,30 @@ def decision_values(row: dict[str, Any]) -> dict[str, Any]:
     and ``json.dumps`` (~40 µs for 8 of them)."""
     values = {name: row.get(name) for name in _DECISION_COLUMNS}
     for name in _DECISION_JSON:
-        values[name] = pydantic_core.to_json(values[name]).decode()
+        values[name] = _json_text(values[name])
     return values
+
+
+def _json_text(value: Any) -> str:
+    """JSON text both stores accept. A lone surrogate or a NUL (a hostile filter's name)
+    cannot be stored as such: it is kept as the text of its escape, as a task is."""
+    try:
+        text = pydantic_core.to_json(value).decode()
+        if "\\u0000" not in text:  # PostgreSQL's JSON holds no NUL
+            return text
+    except pydantic_core.PydanticSerializationError:  # a lone surrogate: not UTF-8
+        pass
+    return pydantic_core.to_json(_storable(pydantic_core.to_jsonable_python(value))).decode()
+
+
+def _storable(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+    if isinstance(value, list):
+        return [_storable(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _storable(item) for key, item in value.items()}
+    return value
 
 
 def text_hash(text: str) -> str:
