@@ -22,6 +22,7 @@ from pydantic_core import to_jsonable_python
 
 from .execution import Outcome
 from .settings import Settings
+from .storable import storable_text
 from .stores import RunMessages, Store
 from .types import ErrorKind, Selection, ToolRecord, ToolResult
 
@@ -135,13 +136,6 @@ class HeldRecords:
             result.call_id = call_id
         for selection, decision_id in zip(selections, decision_ids, strict=True):
             selection.decision_id = decision_id
-
-
-def storable_text(text: str | None) -> str | None:
-    """Text every store accepts: no NUL (PostgreSQL) and no lone surrogates (UTF-8)."""
-    if text is None or (text.isascii() and "\x00" not in text):
-        return text
-    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
 
 
 def _jsonable_arguments(arguments: Any) -> Any:

@@ -35,9 +35,10 @@ from .openapi import OpenAPIImport, read_openapi
 from .optimize import Optimizer
 from .parallel import run_many, run_sync
 from .provenance import Explanation, Trace
-from .recording import HeldRecords, Recorder, storable_text
+from .recording import HeldRecords, Recorder
 from .selection import Filters, Selector, Weights, check_request
 from .settings import Settings
+from .storable import storable_text
 from .stores import PutOutcome, RunMessages, SQLStore, Store, ToolHead, open_store
 from .stores.migrate import HEAD
 from .tool_index import ToolIndex

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic_core import PydanticSerializationError
 
 from ..models.base import Message
-from ..recording import storable_text
+from ..storable import storable_text, storable_value
 from ..stores import MessageRow, RunMessages, Store
 from ..types import RunResult, RunStatus
 
@@ -114,15 +114,4 @@ def _json_text(value: Any) -> str:
             return text
         except UnicodeEncodeError:
             pass  # a lone surrogate: clean below
-    return json.dumps(_clean(json.loads(text)), ensure_ascii=False)
-
-
-def _clean(value: Any) -> Any:
-    """Every string storable in both stores."""
-    if isinstance(value, str):
-        return storable_text(value)
-    if isinstance(value, dict):
-        return {_clean(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean(item) for item in value]
-    return value
+    return json.dumps(storable_value(json.loads(text)), ensure_ascii=False)

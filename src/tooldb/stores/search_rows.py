@@ -9,6 +9,7 @@ transaction, so the mirror can never miss a change that committed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -20,6 +21,7 @@ import pydantic_core
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from ..storable import storable_value
 from .prebuilt import Prebuilt
 from .schema import decisions, tenant_state, tool_search, tools
 
@@ -149,23 +151,11 @@ def decision_values(row: dict[str, Any]) -> dict[str, Any]:
 def _json_text(value: Any) -> str:
     """JSON text both stores accept. A lone surrogate or a NUL (a hostile filter's name)
     cannot be stored as such: it is kept as the text of its escape, as a task is."""
-    try:
+    with contextlib.suppress(pydantic_core.PydanticSerializationError):  # lone surrogate
         text = pydantic_core.to_json(value).decode()
         if "\\u0000" not in text:  # PostgreSQL's JSON holds no NUL
             return text
-    except pydantic_core.PydanticSerializationError:  # a lone surrogate: not UTF-8
-        pass
-    return pydantic_core.to_json(_storable(pydantic_core.to_jsonable_python(value))).decode()
-
-
-def _storable(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
-    if isinstance(value, list):
-        return [_storable(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _storable(item) for key, item in value.items()}
-    return value
+    return pydantic_core.to_json(storable_value(pydantic_core.to_jsonable_python(value))).decode()
 
 
 def text_hash(text: str) -> str:
