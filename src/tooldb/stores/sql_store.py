@@ -31,9 +31,10 @@ from ..types import (
     ToolVersion,
 )
 from . import migrate
-from .agent_rows import AgentRows, RunMessages, message_writer
+from .agent_rows import AgentRows
 from .bulk_calls import BulkCalls
-from .call_sql import CALL_WRITERS, TRANSACTIONS, call_params, insert_call
+from .call_rows import CallRows
+from .call_sql import CALL_WRITERS
 from .health_rows import HealthRows
 from .hot_connections import HotConnections
 from .ooda_rows import OodaRows
@@ -44,7 +45,6 @@ from .search_rows import (
     Generation,
     SearchRows,
     bump_generation,
-    decision_values,
     search_statements,
     text_hash,
     upsert_document,
@@ -73,7 +73,7 @@ class PutOutcome:
     status: str
 
 
-class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, ProvenanceRows):
+class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, CallRows, BulkCalls, ProvenanceRows):
     """Tools, versions, the call log and the selection tables in one SQL database."""
 
     def __init__(
@@ -495,56 +495,6 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, BulkCalls, Provenanc
         ]
 
     # -- calls -------------------------------------------------------------
-    def record_call(self, row: dict[str, Any], *, counted: bool) -> int:
-        """Append one call and, if it ran, fold it into the tool's statistics atomically.
-
-        This runs on every call, so it skips SQLAlchemy's statement building, compiled
-        cache lookups and result objects (about 1 ms a call): prebuilt SQL in the
-        driver's own paramstyle on a pooled DBAPI connection, with the arguments
-        serialised here as the ``JSON`` column type would. It is still one transaction,
-        committed before this returns. ``row`` holds every column of ``calls`` but ``id``.
-        """
-        values, stats = call_params(row, counted)
-        with self._record_lock, self._raw() as connection:
-            return self._write_call(connection, values, stats)
-
-    def record_group(
-        self,
-        calls: Sequence[tuple[dict[str, Any], bool, RunMessages | None]],
-        messages: Sequence[RunMessages] = (),
-        decisions: Sequence[dict[str, Any]] = (),
-    ) -> tuple[list[int], list[int]]:
-        """Several calls (row, counted, their turn's messages) as ``record_call`` writes
-        them, more run messages and selection decisions, all in one transaction; the
-        calls' and the decisions' new ids, in order. An agent run that does not wait
-        between turns commits them this way (recording.py's ``HeldRecords``)."""
-        dialect = self.dialect
-        prepared = [
-            (call_params(row, counted), message_writer(dialect, turn) if turn else None)
-            for row, counted, turn in calls
-        ]
-        appends = [message_writer(dialect, rows) for rows in messages if rows[1]]
-        decision_sql = self._search_sql["record_decision"]
-        decision_params = [decision_sql.params(decision_values(row)) for row in decisions]
-        call_ids: list[int] = []
-        decision_ids: list[int] = []
-
-        def write(cursor: Any) -> None:
-            for (values, stats), turn_messages in prepared:
-                call_ids.append(insert_call(cursor, dialect, values, stats))
-                if turn_messages is not None:
-                    turn_messages(cursor)
-            for append in appends:
-                append(cursor)
-            for params in decision_params:
-                cursor.execute(decision_sql.sql, params)
-                new_id = cursor.lastrowid if dialect == "sqlite" else cursor.fetchone()[0]
-                decision_ids.append(int(new_id))
-
-        with self._record_lock, self._raw() as connection:
-            TRANSACTIONS[dialect](connection, write)
-        return call_ids, decision_ids
-
     def list_calls(
         self,
         tenant: str,
