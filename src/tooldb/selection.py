@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import TypeAdapter
 
+from .blas import one_thread
 from .embedders import Embedder
 from .errors import UsageError
 from .retrieval import EXACT_SUBSET_MAX, Pool, approximate_pool, exact_pool
@@ -164,7 +165,7 @@ class Selector:
             # Rank on the mirror as it is, then read the statistics together with the
             # tenant's state: if the mirror was behind, bring it up and rank again.
             notes = self._notes()
-            with index.lock:
+            with index.lock, one_thread:  # products on one BLAS thread: blas.py
                 seen = index.seen
                 allowed = index.allowed(
                     category=filters.category, kind=filters.kind, names=filters.names
