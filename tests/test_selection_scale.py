@@ -135,6 +135,36 @@ def test_additions_removals_and_disabling_need_no_rebuild(large: Registry) -> No
     assert index.dense is dense, "a removal must not rebuild the graph"
 
 
+def _moments_match_exact_scores(registry: Registry) -> None:
+    index = registry.selector.index
+    allowed = index.allowed()
+    for task in TASKS[:8]:
+        query = registry.embedder.embed([task])[0]
+        mean, spread = index.dense_moments(query, allowed)
+        scores = index.dense.scores_for(query, allowed.slots).astype(np.float64)
+        assert mean == pytest.approx(scores.mean(), abs=1e-6)
+        assert spread == pytest.approx(scores.std(), rel=1e-4)
+
+
+def test_the_dense_statistics_are_exact_and_follow_every_change(large: Registry) -> None:
+    large.select("warm up", k=1)
+    _moments_match_exact_scores(large)
+    index = large.selector.index
+    moments = index.moments
+    assert moments is not None
+    fresh = [spec.model_copy(update={"name": f"fresh_{spec.name}"}) for spec in _tools(60, 9)]
+    large.register(fresh)
+    changed = _tools(TOOLS)[5].model_copy(update={"description": "Pangolin teleportation."})
+    large.register([changed])  # a new slot for it, its old one killed
+    large.disable(_tools(TOOLS)[7].name)
+    large.remove(fresh[0].name)
+    large.select("warm up again", k=1)
+    assert index.moments is moments, "kept up to date, not made again"
+    _moments_match_exact_scores(large)
+    # A filtered selection keeps other tools: it estimates on the sample instead.
+    assert index.dense_moments(np.ones(index.dim, np.float32), index.allowed(kind="python")) is None
+
+
 def test_removal_through_another_registry_is_seen(large: Registry) -> None:
     large.select("warm up", k=1)
     url = large.settings.url

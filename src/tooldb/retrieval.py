@@ -9,8 +9,9 @@ dominates by its units. Two ways to the same pool:
 - ``approximate_pool`` (past the threshold): dense candidates from the HNSW graph,
   lexical candidates from the query terms' postings (every tool sharing a word is
   known exactly), their union rescored exactly. The z-score statistics: lexical ones
-  exact from the postings (a tool without a query word scores 0), dense ones
-  estimated on a fixed random sample of the allowed tools. ``bench/selection.py
+  exact from the postings (a tool without a query word scores 0); dense ones exact
+  from sums over the enabled tools' vectors (dense_moments.py), or, for a filtered
+  selection, estimated on a fixed random sample of the allowed tools. ``bench/selection.py
   --scale`` measures how often its top 10 differs from the exact pool's.
 """
 
@@ -179,7 +180,13 @@ def approximate_pool(
     lexical = matched.at(candidates)
     best_lexical = float(np.maximum.reduce(hit_scores)) if len(hit_scores) else 0.0
     lexical_spread = Spread.sparse(hit_scores, allowed.count, MIN_LEXICAL_SPREAD * best_lexical)
-    dense_spread = Spread.of(index.sample_scores(query, allowed, DENSE_SAMPLE), MIN_DENSE_SPREAD)
+    exact = index.dense_moments(query, allowed)
+    if exact is not None:
+        dense_spread = Spread(exact[0], max(exact[1], MIN_DENSE_SPREAD, 1e-6))
+    else:
+        dense_spread = Spread.of(
+            index.sample_scores(query, allowed, DENSE_SAMPLE), MIN_DENSE_SPREAD
+        )
     fused = blend(dense, lexical, dense_spread, lexical_spread, share)
     chosen = top(fused, size)
     return Pool(candidates[chosen], dense[chosen], lexical[chosen], fused[chosen])

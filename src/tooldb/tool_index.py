@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .dense_moments import DenseMoments
 from .dense_sample import DenseSample
 from .graph_cache import GraphCache
 from .lexical import BM25Index
@@ -118,6 +119,11 @@ class ToolIndex:
         self.lexical = BM25Index()
         self.dense = DenseIndex(self.dim, self.ann_min, self._graph_cache())
         self.sample = DenseSample(self.dense)
+        #: Sums over the enabled tools' vectors (dense_moments.py), made on first use and
+        #: then kept: slots enabled and rows killed since, applied when a reload ends.
+        self.moments: DenseMoments | None = None
+        self._moments_added: set[int] = set()
+        self._moments_killed: list[npt.NDArray[np.float32]] = []
         self._derived: dict[str, Any] = {}
         self.slot_of: dict[int, int] = {}
         self.by_name: dict[str, int] = {}
@@ -164,6 +170,7 @@ class ToolIndex:
                 loaded += 1
             self.dense.sync(self.size)
             self.lexical.settle()
+            self._settle_moments()
             self._derived = {}
             self._seen = state
             if loaded >= RELEASE_AFTER_ROWS:
@@ -196,9 +203,16 @@ class ToolIndex:
             vector = candidate if candidate.shape == (self.dim,) else None
         if self.embedder_id is not None:
             self.dense.set(slot, vector)
+            if self.moments is not None and row.enabled and vector is not None:
+                self._moments_added.add(slot)
         self.slots.foreign[slot] = vector is None and row.vector is not None
 
     def _kill(self, slot: int) -> None:
+        if self.moments is not None and self.slots.usable[slot]:
+            if slot in self._moments_added:
+                self._moments_added.discard(slot)
+            elif slot < len(self.dense.present) and self.dense.present[slot]:
+                self._moments_killed.append(self.dense.rows(np.array([slot]))[0].copy())
         self.slots.usable[slot] = False
         if self.by_name.get(self.slots.names[slot]) == slot:
             del self.by_name[self.slots.names[slot]]
@@ -206,6 +220,33 @@ class ToolIndex:
         if self.embedder_id is not None:
             self.dense.set(slot, None)
         self.dead += 1
+
+    def _settle_moments(self) -> None:
+        """Apply the reload's enabled slots and killed rows to the sums (rows read after
+        ``dense.sync``: the values a select scores, float16 past the graph threshold)."""
+        if self.moments is None:
+            return
+        if self._moments_added:
+            self.moments.add_slots(self.dense, np.array(sorted(self._moments_added)))
+        if self._moments_killed:
+            self.moments.remove(np.stack(self._moments_killed))
+        self._moments_added, self._moments_killed = set(), []
+
+    def dense_moments(
+        self, query: npt.NDArray[np.float32], allowed: Allowed
+    ) -> tuple[float, float] | None:
+        """The query cosine's mean and spread over every allowed tool, exactly, for an
+        unfiltered selection (None for a filtered one: it uses the sample)."""
+        if allowed.memo is None:
+            return None
+        with self.lock:
+            if self.moments is None:
+                self.moments = DenseMoments(self.dim)
+                size = self.size
+                present = self.dense.present[:size]
+                usable = self.slots.usable[: len(present)] & present
+                self.moments.add_slots(self.dense, np.flatnonzero(usable))
+            return self.moments.mean_and_spread(query, allowed.count)
 
     def nbytes(self) -> int:
         """Memory held by the dense matrix and graph (the lexical postings are not counted)."""
