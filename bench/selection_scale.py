@@ -36,6 +36,7 @@ import numpy as np
 import tooldb
 from tooldb import Registry, Settings
 from tooldb.embedders import Embedder, open_embedder
+from tooldb.embedders.local import cache_dir
 from tooldb.manifests import spec_from_mapping
 from tooldb.selection import Filters, Selector, Weights
 
@@ -221,10 +222,14 @@ def run(args: Any) -> None:
         f"{'recall@10':>11}  dense search"
     )
     print(header)
+    graphs = cache_dir() / "graphs"
     for backend in args.backends:
         for size in args.sizes:
+            kept = set(graphs.glob("*.hnsw"))
             with temporary_database(backend, args.pg_url) as url:
                 row = measure(backend, url, size, settings, cached, tasks, args.repeat)
+            for saved in set(graphs.glob("*.hnsw")) - kept:  # its store is gone: never reused
+                saved.unlink(missing_ok=True)
             print(
                 f"{row.backend:<11}{row.size:>8}{row.register_s:>12.1f}{row.first_select_s:>14.2f}"
                 f"{row.rss_mb:>8.0f}{row.index_mb:>10.1f}{_pct(row.excluded, 50):>10.2f}"
