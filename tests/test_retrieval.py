@@ -11,7 +11,7 @@ from hypothesis.extra.numpy import arrays
 
 from tooldb import dense_sample
 from tooldb.dense_sample import DenseSample
-from tooldb.retrieval import moments, union
+from tooldb.retrieval import moments, top_of_many, union
 from tooldb.vectors import half_to_float
 
 finite32 = st.floats(-1e4, 1e4, width=32, allow_nan=False, allow_infinity=False)
@@ -85,3 +85,20 @@ def test_the_dense_sample_is_the_kept_rows_of_the_whole_product(
             else:
                 expected = np.asarray(matrix[order[mask[order]][:1024]] @ query, np.float32)
             assert np.array_equal(sample.scores(query, mask, 1024, size, reused), expected)
+
+
+def test_top_of_many_keeps_the_best_scores() -> None:
+    rng = np.random.default_rng(5)
+    for count, size in ((30_000, 100), (6_400, 100), (500, 100), (40_000, 16), (10_000, 15)):
+        for ties in (False, True):
+            scores = rng.random(count).astype(np.float32)
+            if ties:  # BM25 gives many tools the very same score
+                scores = np.round(scores * 20).astype(np.float32)
+            chosen = top_of_many(scores, size)
+            assert len(chosen) == size == len(set(chosen.tolist()))
+            cut = np.sort(scores)[-size]
+            assert scores[chosen].min() == cut  # exactly the best, whichever of a tie
+    skewed = np.zeros(30_000, dtype=np.float32)
+    skewed[: 8 * 200 : 8] = np.arange(200, dtype=np.float32) + 1  # all seen by the guess,
+    # whose cut then keeps 25 scores: too few, so the whole is partitioned
+    assert set(top_of_many(skewed, 100).tolist()) == set(range(8 * 100, 8 * 200, 8))
