@@ -231,6 +231,9 @@ def test_a_lone_calls_turn_commits_with_its_call_record(
     call of a tool not yet known to be quick, then turn 0's call and turn 1's rejected
     arguments before turn 2's two calls run beside each other, then turn 3's call and
     the answer as the run ends."""
+    # Any successful call counts as quick: on a loaded machine a trivial call can take
+    # over QUICK_MS, which would add a commit (test_a_slow_tool_commits_before_it_runs)
+    monkeypatch.setattr("tooldb.agents.loop.QUICK_MS", 1e9)
     sizes = _group_commits(reg, monkeypatch)
     model = ScriptedModel(
         [
@@ -265,6 +268,20 @@ def test_a_lone_calls_turn_commits_with_its_call_record(
     assert len(recorded) == 5  # the rejected arguments are logged too
     ran = sorted(c.id for c in recorded if c.error_kind is None)
     assert sorted(u.call_id for u in result.tool_calls if u.call_id is not None) == ran
+
+
+def test_a_slow_tool_commits_before_it_runs(reg: Registry, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool whose last call in the run took QUICK_MS or more may block: what is held
+    is committed before each of its calls; a quick one's calls stay in the group."""
+    sizes = _group_commits(reg, monkeypatch)
+    turns = [call("add", {"a": i, "b": 1}) for i in range(3)]
+    monkeypatch.setattr("tooldb.agents.loop.QUICK_MS", 0.0)  # nothing is quick
+    AgentLoop(reg, ScriptedModel([*turns, "done"]), tools=["add"]).run("slow")
+    assert sizes == [0, 1, 1, 1]  # the task, then each call before the next runs
+    sizes.clear()
+    monkeypatch.setattr("tooldb.agents.loop.QUICK_MS", 1e9)  # every call is quick
+    AgentLoop(reg, ScriptedModel([*turns, "done"]), tools=["add"]).run("quick")
+    assert sizes == [0, 3]  # the task before the first call, then all three at the end
 
 
 def test_a_turn_is_appended_when_its_call_is_not_recorded(
