@@ -11,22 +11,18 @@ run's id, so the run can be replayed and explained.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-
-from pydantic_core import from_json
 
 from ..context import enter_call, leave_call
 from ..errors import ArgumentError, ModelError, ToolDBError
 from ..models.base import Message, Model, ModelTurn, ToolCall, ToolChoice
 from ..parallel import run_sync
 from ..recording import HeldRecords
-from ..stores import RunMessages
 from ..types import LoopContext, RunResult, RunStatus, SkillSpec, ToolRecord, ToolResult, ToolUse
 from . import builtins
 from .access import access_problem
@@ -34,6 +30,15 @@ from .limits import Limits
 from .run_log import RunLog
 from .toolbox import Builtin, Toolbox
 from .tracing import Tracer, tracer_for
+from .turn import (
+    Resumed,
+    TurnContext,
+    TurnRows,
+    needs_retry,
+    parse_arguments,
+    tool_message,
+    unknown_tool,
+)
 
 if TYPE_CHECKING:
     from ..registry import Registry
@@ -285,7 +290,7 @@ class _Run:
                     self.commit_held()  # the model makes us wait: nothing stays uncommitted
                     remaining = self.deadline - time.perf_counter()
                     async with asyncio.timeout(remaining):  # no extra task, unlike wait_for
-                        turn = await _Resumed(steps, first)
+                        turn = await Resumed(steps, first)
             span.set_usage(turn)
             return turn
 
@@ -296,15 +301,15 @@ class _Run:
         """Run one turn's calls concurrently: the tool messages in call order, whether the
         limit of tool calls was reached, and whether the turn's messages (``assistant``
         and the tool messages) are persisted already: a lone call's record carries them
-        in its transaction (``_TurnRows``), else the caller appends them."""
+        in its transaction (``TurnRows``), else the caller appends them."""
         budget = self.limits.max_tool_calls - self.calls_made
         over_budget = len(calls) > budget
-        context = _TurnContext(self)
+        context = TurnContext(self)
         pending = []
         outcomes: list[ToolResult | None] = []
-        parsed = [_parse_arguments(call) for call in calls]
+        parsed = [parse_arguments(call) for call in calls]
         lone = len(calls) == 1 and budget > 0
-        turn_rows = _TurnRows(self, assistant, calls[0]) if lone else None
+        turn_rows = TurnRows(self, assistant, calls[0]) if lone else None
         if not lone or not self.runs_inline():
             self.commit_held()  # calls that run beside each other, or in other threads
         for index, call in enumerate(calls):
@@ -330,15 +335,15 @@ class _Run:
             assert outcome is not None
             self._remember(call, arguments if problem is None else call.arguments, outcome)
             written = turn_rows.written(outcome) if turn_rows is not None else None
-            out.append(written or _tool_message(call, outcome))
+            out.append(written or tool_message(call, outcome))
         return out, over_budget, turn_rows is not None and turn_rows.message is not None
 
     async def _one(
         self,
         call: ToolCall,
         parsed: tuple[dict[str, Any], str | None],
-        context: _TurnContext,
-        turn_rows: _TurnRows | None = None,
+        context: TurnContext,
+        turn_rows: TurnRows | None = None,
     ) -> ToolResult:
         """One call; ``turn_rows`` for a turn's lone call, which may run inline."""
         with self.tracer.tool_span(call.name, call.id) as span:
@@ -402,10 +407,10 @@ class _Run:
         self,
         name: str,
         arguments: dict[str, Any],
-        context: _TurnContext,
+        context: TurnContext,
         *,
         inline: bool = False,
-        turn_rows: _TurnRows | None = None,
+        turn_rows: TurnRows | None = None,
     ) -> ToolResult:
         builtin = self.toolbox.builtins.get(name)
         if builtin is not None:
@@ -415,7 +420,7 @@ class _Run:
             except ToolDBError as exc:
                 return ToolResult.failure(f"{name}: {exc}")
         if name not in self.toolbox.offered:
-            return ToolResult.failure(_unknown_tool(name, self.toolbox.names()))
+            return ToolResult.failure(unknown_tool(name, self.toolbox.names()))
         retries = self.limits.max_retries_per_tool
         if self.argument_errors[name] > retries:
             return ToolResult.failure(
@@ -449,7 +454,7 @@ class _Run:
             return ToolResult.failure(f"{type(exc).__name__}: {exc}")
         finally:
             leave_call(scope)
-        if not result.success and _needs_retry(result):
+        if not result.success and needs_retry(result):
             return self._retry_hint(name, result)
         return result
 
@@ -523,149 +528,6 @@ class _Run:
             "state": self.state,  # shared by the run tree: persisted as each run ends
         }
         self.log.finish(result)
-
-
-def _tool_message(call: ToolCall, result: ToolResult) -> Message:
-    """What the model is told of a call's result."""
-    return Message.tool_result(
-        call,
-        result.output if result.success else f"Error: {result.error}",
-        is_error=not result.success,
-    )
-
-
-class _TurnRows:
-    """A turn's messages (its assistant message, the tool message of its lone call) for
-    the transaction of that call's record (``Registry.acall``'s ``record_also``), which
-    the run holds with the records of the turns before it until it is about to wait
-    (``_Run.commit_held``): the messages never lag behind the record, and turns that
-    follow each other without waiting share one commit.
-
-    The registry hands over the result before recording it; a result whose text the
-    loop still rewrites (``needs_retry``) is declined and the turn appended as usual.
-    ``written(result)`` afterwards: the tool message already persisted, if any."""
-
-    __slots__ = ("_assistant", "_call", "_result", "_run", "held", "message")
-
-    def __init__(self, run: _Run, assistant: Message, call: ToolCall) -> None:
-        self._run = run
-        self._assistant = assistant
-        self._call = call
-        self._result: ToolResult | None = None
-        self.message: Message | None = None
-        self.held = run.held
-
-    def before_run(self, tool: ToolRecord, waits: bool) -> None:
-        self._run.before_run(tool, waits)
-
-    def __call__(self, result: ToolResult) -> RunMessages | None:
-        if not result.success and _needs_retry(result):
-            return None
-        message = _tool_message(self._call, result)
-        rows = self._run.log.rows(self._run.iteration, [self._assistant, message])
-        self._result, self.message = result, message
-        return rows
-
-    def written(self, result: ToolResult) -> Message | None:
-        """The tool message for ``result`` if the record's transaction wrote the turn
-        (the loop got back the very result, and the registry recorded it)."""
-        if self.message is None:
-            return None
-        if result is not self._result:
-            self.message = None  # not recorded (a store failure): the caller appends
-            return None
-        return self.message
-
-
-class _Resumed:
-    """Awaits the rest of an awaitable whose first step the caller already took (``steps``
-    is its ``__await__`` iterator, ``first`` what that step yielded): what ``await``
-    would have done, but with the first step taken outside (see ``_model_turn``)."""
-
-    __slots__ = ("_first", "_steps")
-
-    def __init__(self, steps: Any, first: Any) -> None:
-        self._steps = steps
-        self._first = first
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        steps, pending = self._steps, self._first
-        while True:
-            try:
-                sent = yield pending
-            except GeneratorExit:
-                steps.close()
-                raise
-            except BaseException as exc:  # cancellation (the time limit) goes in too
-                try:
-                    pending = steps.throw(exc)
-                except StopIteration as done:
-                    return done.value
-            else:
-                try:
-                    pending = steps.send(sent)
-                except StopIteration as done:
-                    return done.value
-
-
-def _needs_retry(result: ToolResult) -> bool:
-    data = result.data
-    return isinstance(data, dict) and data.get("status") == "needs_retry"
-
-
-class _TurnContext:
-    """The LoopContext of one turn's calls, built when a tool first asks for it: most
-    tools never do, and building it copies the run's history."""
-
-    def __init__(self, run: _Run) -> None:
-        self._run = run
-        self._history_length = len(run.history)
-        self._context: LoopContext | None = None
-
-    def __call__(self) -> LoopContext:
-        if self._context is None:
-            run = self._run
-            self._context = LoopContext(
-                run_id=run.run_id,
-                iteration=run.iteration,
-                history=run.history[: self._history_length],
-                is_subagent=run.parent is not None,
-                parent_run_id=run.parent.run_id if run.parent else None,
-                agent=run.loop.agent,
-            )
-            # the run tree's one dict, not a validated copy: tools' writes must be shared
-            self._context.state = run.state
-        return self._context
-
-
-def _parse_arguments(call: ToolCall) -> tuple[dict[str, Any], str | None]:
-    text = call.arguments.strip()
-    if not text:
-        return {}, None
-    try:
-        value = from_json(text)  # several times faster than json.loads on a few keys
-    except (ValueError, TypeError):  # TypeError: text with a lone surrogate
-        value = _NOT_PARSED
-    try:  # what it rejects (lone surrogates, raw or escaped): json.loads, and its message
-        value = json.loads(text) if value is _NOT_PARSED else value
-    except ValueError as exc:
-        return {}, (
-            f"the arguments for {call.name!r} are not valid JSON ({exc}); send a JSON object "
-            "with the tool's parameters"
-        )
-    if not isinstance(value, dict):
-        return {}, (
-            f"the arguments for {call.name!r} must be a JSON object, got {type(value).__name__}"
-        )
-    return value, None
-
-
-_NOT_PARSED = object()
-
-
-def _unknown_tool(name: str, available: list[str]) -> str:
-    shown = ", ".join(available[:30]) + (" ..." if len(available) > 30 else "")
-    return f"unknown tool {name!r}: call one of the tools offered ({shown or 'none'})"
 
 
 def _available_skills(registry: Registry, names: Sequence[str]) -> dict[str, SkillSpec]:
