@@ -23,7 +23,10 @@ import numpy as np
 import numpy.typing as npt
 
 CONNECTIVITY = 16
-EXPANSION_ADD = 64
+#: 128 rather than faiss's 40 or our former 64: on MiniLM-like vectors at 100,000 tools the
+#: walk then finds 0.97 of the exact dense top 10 at efSearch 128, against 0.93 (the
+#: graph takes twice as long to build, once: it is saved, graph_cache.py).
+EXPANSION_ADD = 128
 EXPANSION_SEARCH = 128
 
 
@@ -39,7 +42,10 @@ def available() -> bool:
 class HnswIndex:
     """Slots 0..n-1 -> vectors, searched approximately by inner product (unit vectors)."""
 
-    method = f"hnsw (faiss, 8-bit, M={CONNECTIVITY}, ef={EXPANSION_SEARCH})"
+    method = (
+        f"hnsw (faiss, 8-bit, M={CONNECTIVITY}, efConstruction={EXPANSION_ADD}, "
+        f"efSearch={EXPANSION_SEARCH})"
+    )
 
     def __init__(self, dim: int) -> None:
         import faiss as faiss_module
