@@ -35,9 +35,6 @@ class DenseMoments:
         self._outer = np.zeros((dim, dim), dtype=np.float64)
         self._query_form: tuple[int, Floats, Floats] | None = None
 
-    def add(self, rows: npt.NDArray[np.floating]) -> None:
-        self._change(rows, 1.0)
-
     def add_slots(self, dense: DenseIndex, slots: npt.NDArray[np.int64]) -> None:
         """Add the vectors of ``slots``, read a block at a time."""
         for start in range(0, len(slots), BLOCK_ROWS):
