@@ -31,6 +31,8 @@ from .blas import one_thread
 from .embedders import Embedder
 from .errors import UsageError
 from .retrieval import EXACT_SUBSET_MAX, Pool, approximate_pool, exact_pool
+from .selection_cache import MAX_TASK_CHARS as REMEMBERED_TASK_CHARS
+from .selection_cache import Recent
 from .settings import Settings
 from .stores.search_rows import LiveStats
 from .tool_index import Allowed, Slots, ToolIndex
@@ -47,6 +49,10 @@ class Filters:
     category: str | None = None
     kind: str | None = None
     names: list[str] | None = None
+
+    def key(self) -> tuple[Any, ...]:
+        """Hashable: what a remembered pool was filtered by."""
+        return (self.category, self.kind, tuple(self.names) if self.names is not None else None)
 
     def as_json(self) -> dict[str, Any]:
         return {key: value for key, value in self.__dict__.items() if value is not None}
@@ -155,31 +161,44 @@ class Selector:
         #: Score every allowed tool even when the index has an HNSW graph (the reference
         #: the approximate path is measured against).
         self.exact = exact
+        #: What a task selected again reuses: its vector, its pool (selection_cache.py).
+        self.vectors: Recent[str, Any] = Recent()
+        self.pools: Recent[tuple[Any, ...], tuple[Pool, npt.NDArray[np.int64], Slots]] = Recent()
 
     def select(self, task: str, k: int, filters: Filters, query_vector: Any = None) -> Selection:
         started = time.perf_counter()
         index = self.index
         if index.seen is None:
             index.refresh()
+        remember = query_vector is None and len(task) <= REMEMBERED_TASK_CHARS
+        if query_vector is None and self.embedder is not None and index.has_vectors():
+            query_vector = self._embedded(task)  # before the lock: a model takes ms
         while True:
             # Rank on the mirror as it is, then read the statistics together with the
             # tenant's state: if the mirror was behind, bring it up and rank again.
             notes = self._notes()
             with index.lock, one_thread:  # products on one BLAS thread: blas.py
                 seen = index.seen
-                allowed = index.allowed(
-                    category=filters.category, kind=filters.kind, names=filters.names
-                )
-                if k == 0 or not allowed.count:
-                    if index.refresh():
-                        continue
-                    return Selection(
-                        task=task, candidates=[], notes=notes, embedder=self._embedder_id()
-                    )
-                size = max(POOL_MIN, POOL_FACTOR * k)
-                found, query_vector = self._pool(task, size, allowed, query_vector)
                 facts = index.slots  # a reload replaces it; the pooled slots' facts stay put
-                ids = facts.ids[found.slots].tolist()
+                size = max(POOL_MIN, POOL_FACTOR * k)
+                key = (task, filters.key(), size, seen, id(facts)) if remember and k else None
+                pooled = self.pools.get(key) if key is not None else None
+                if pooled is None or pooled[2] is not facts:
+                    allowed = index.allowed(
+                        category=filters.category, kind=filters.kind, names=filters.names
+                    )
+                    if k == 0 or not allowed.count:
+                        if index.refresh():
+                            continue
+                        return Selection(
+                            task=task, candidates=[], notes=notes, embedder=self._embedder_id()
+                        )
+                    found, query_vector = self._pool(task, size, allowed, query_vector)
+                    pooled = (found, facts.ids[found.slots], facts)
+                    if key is not None:
+                        self.pools.put(key, pooled)
+                found, pooled_ids, _ = pooled
+                ids = pooled_ids.tolist()
             stats, state = index.store.pool_stats(index.tenant, ids)  # absent: never called
             if state == seen:
                 break
@@ -202,7 +221,7 @@ class Selector:
         matched = index.lexical.match(task)
         query = None
         if self.embedder is not None and index.has_vectors():
-            query = self.embedder.embed([task])[0] if query_vector is None else query_vector
+            query = self._embedded(task) if query_vector is None else query_vector
         hits, hit_scores = matched.hits, matched.scores
         if len(hits) and allowed.count < index.lexical.documents:  # some alive not allowed
             keep = allowed.mask[hits]
@@ -253,6 +272,18 @@ class Selector:
             Ranked(i, ids[i], names[i], final[i], relevance[i], *scored.get(i, fresh))
             for *_, i in itertools.islice(sorted(keys), k)
         ]
+
+    def _embedded(self, task: str) -> Any:
+        """The task's vector: remembered, or embedded now (and remembered)."""
+        assert self.embedder is not None
+        if len(task) > REMEMBERED_TASK_CHARS:
+            return self.embedder.embed([task])[0]
+        vector = self.vectors.get(task)
+        if vector is None:
+            vector = np.array(self.embedder.embed([task])[0], dtype=np.float32)  # not a view
+            vector.flags.writeable = False  # what the next selection of the task will use
+            self.vectors.put(task, vector)
+        return vector
 
     def _embedder_id(self) -> str | None:
         return self.embedder.id if self.embedder is not None else None

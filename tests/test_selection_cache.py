@@ -1,0 +1,148 @@
+"""A task asked again reuses its vector and its pool, and the answer stays what a fresh
+selection would give: any change to the tools misses, statistics are read every time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tooldb
+from tooldb import Registry
+from tooldb.manifests import spec_from_mapping
+from tooldb.selection import Filters
+from tooldb.selection_cache import MAX_TASK_CHARS, Recent
+
+TOOLS = [
+    ("resize_image", "media", "Resize an image to a width and height."),
+    ("crop_image", "media", "Crop an image to a rectangle."),
+    ("convert_currency", "finance", "Convert an amount of money between currencies."),
+    ("stock_quote", "finance", "Latest stock price quote for a ticker."),
+    ("send_email", "office", "Send an email message to a recipient."),
+]
+
+
+class Counting:
+    """The registry's embedder, counting the texts it embeds."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.id, self.dim = inner, inner.id, inner.dim
+        self.texts: list[str] = []
+
+    def embed(self, texts: list[str]) -> Any:
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+@pytest.fixture
+def counted(registry: Registry) -> tuple[Registry, Counting]:
+    registry.register(
+        [
+            spec_from_mapping(
+                {"name": name, "category": category, "description": text,
+                 "target": "tests.sample_tools:echo"}
+            )
+            for name, category, text in TOOLS
+        ]
+    )  # fmt: skip
+    selector = registry.selector
+    counting = Counting(selector.embedder)
+    selector.embedder = counting
+    return registry, counting
+
+
+def _pools(registry: Registry, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records each pool computed (a remembered one is not)."""
+    computed: list[str] = []
+    selector = registry.selector
+    original = selector._pool
+    monkeypatch.setattr(
+        selector, "_pool", lambda task, *rest: computed.append(task) or original(task, *rest)
+    )
+    return computed
+
+
+def test_a_task_asked_again_is_embedded_and_pooled_once(
+    counted: tuple[Registry, Counting], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry, counting = counted
+    computed = _pools(registry, monkeypatch)
+    first = registry.select("make this image smaller", k=3)
+    again = registry.select("make this image smaller", k=3)
+    assert counting.texts == ["make this image smaller"]
+    assert computed == ["make this image smaller"]
+    assert again.candidates == first.candidates
+    assert again.decision_id != first.decision_id  # every selection is still a decision
+    registry.select("make this image smaller", k=3, category="finance")  # another filter
+    registry.select("make this image smaller", k=20)  # another pool size
+    assert computed == ["make this image smaller"] * 3
+    assert counting.texts == ["make this image smaller"]  # the vector serves every pool
+
+
+def test_a_change_to_any_tool_misses(
+    counted: tuple[Registry, Counting], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry, _ = counted
+    computed = _pools(registry, monkeypatch)
+    assert registry.select("resize an image", k=1).names == ["resize_image"]
+    with tooldb.open(registry.settings.url, settings=registry.settings) as other:
+        other.disable("resize_image")
+    assert registry.select("resize an image", k=1).names == ["crop_image"]
+    assert len(computed) == 2
+
+
+def test_statistics_are_fresh_on_a_remembered_pool(
+    counted: tuple[Registry, Counting], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry, _ = counted
+    computed = _pools(registry, monkeypatch)
+    registry.register(
+        [spec_from_mapping({"name": "resize_image_fast", "category": "media",
+                            "description": "Resize an image to a width and height.",
+                            "target": "tests.sample_tools:fail"})]
+    )  # fmt: skip
+    before = registry.select("resize an image to a width", k=2).candidates
+    assert {c.calls for c in before} == {0}
+    failing = before[0].name
+    for _ in range(10):
+        registry.call(failing)  # calls change no tool: the pool stays remembered
+    after = registry.select("resize an image to a width", k=2).candidates
+    assert len(computed) == 1
+    assert after[1].name == failing and after[1].calls == 10
+
+
+def test_long_tasks_and_given_vectors_are_not_remembered(
+    counted: tuple[Registry, Counting], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry, counting = counted
+    computed = _pools(registry, monkeypatch)
+    long_task = "resize an image " * (MAX_TASK_CHARS // 16 + 1)
+    for _ in range(2):
+        registry.select(long_task, k=2)
+    assert len(counting.texts) == 2 and len(computed) == 2
+    vector = counting.inner.embed(["crop"])[0]
+    for _ in range(2):
+        registry.selector.select("crop", 2, Filters(), query_vector=vector)
+    assert len(computed) == 4 and len(counting.texts) == 2
+
+
+def test_a_remembered_vector_cannot_be_changed(counted: tuple[Registry, Counting]) -> None:
+    registry, _ = counted
+    registry.select("send a message", k=1)
+    vector = registry.selector.vectors.get("send a message")
+    assert vector is not None and not vector.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        vector[0] = np.float32(1.0)
+
+
+def test_recent_keeps_the_most_recently_used() -> None:
+    recent: Recent[str, int] = Recent(entries=2)
+    recent.put("a", 1)
+    recent.put("b", 2)
+    assert recent.get("a") == 1  # now b is the oldest
+    recent.put("c", 3)
+    assert (recent.get("a"), recent.get("b"), recent.get("c")) == (1, None, 3)
+    assert len(recent) == 2
+    nothing: Recent[str, int] = Recent(entries=0)
+    assert nothing.put("a", 1) == 1 and nothing.get("a") is None
