@@ -146,3 +146,47 @@ def test_recent_keeps_the_most_recently_used() -> None:
     assert len(recent) == 2
     nothing: Recent[str, int] = Recent(entries=0)
     assert nothing.put("a", 1) == 1 and nothing.get("a") is None
+
+
+def test_ranking_a_ready_order_equals_sorting_the_whole_pool(registry: Registry) -> None:
+    """``Selector._rank`` applies the called tools' statistics to the pool's ready order;
+    the answer must be the full sort's (final, then relevance, then name), ties included."""
+    from tooldb.retrieval import Pool
+    from tooldb.selection import Pooled, _scaled
+    from tooldb.stores.search_rows import LiveStats
+
+    selector = registry.selector
+    ranker = selector.ranker
+    rng = np.random.default_rng(7)
+
+    class Facts:
+        def __init__(self, size: int) -> None:
+            self.ids = np.arange(100, 100 + size, dtype=np.int64)
+            self.names = [f"tool_{i:03d}" for i in range(size)]
+
+    for trial in range(200):
+        size = int(rng.integers(1, 60))
+        fused = rng.normal(size=size).astype(np.float32)
+        if trial % 3 == 0:  # ties on relevance: names decide
+            fused = np.round(fused).astype(np.float32)
+        found = Pool(np.arange(size, dtype=np.int64), None, np.zeros(size, np.float32), fused)
+        facts = Facts(size)
+        pooled = Pooled(found, facts, ranker.bonuses(*ranker.fresh))  # type: ignore[arg-type]
+        called = rng.choice(size, size=int(rng.integers(0, min(size, 6) + 1)), replace=False)
+        stats = {
+            int(facts.ids[i]): LiveStats(int(n), int(rng.integers(0, n + 1)), float(n * 40.0))
+            for i in called
+            for n in [int(rng.integers(1, 30))]
+        }
+        k = int(rng.integers(1, size + 2))
+        relevance = _scaled(fused).tolist()
+        expected = []
+        for i in range(size):
+            live = stats.get(int(facts.ids[i]))
+            final = ranker.final(relevance[i], ranker.success(live), ranker.latency(live))
+            expected.append((-final, -float(fused[i]), facts.names[i]))
+        ranked = selector._rank(pooled, stats, k)
+        assert [r.name for r in ranked] == [key[2] for key in sorted(expected)[:k]]
+        for r in ranked:
+            live = stats.get(r.id)
+            assert r.success == ranker.success(live) and r.latency == ranker.latency(live)

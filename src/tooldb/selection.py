@@ -163,7 +163,8 @@ class Selector:
         self.exact = exact
         #: What a task selected again reuses: its vector, its pool (selection_cache.py).
         self.vectors: Recent[str, Any] = Recent()
-        self.pools: Recent[tuple[Any, ...], tuple[Pool, npt.NDArray[np.int64], Slots]] = Recent()
+        self.pools: Recent[tuple[Any, ...], Pooled] = Recent()
+        self._fresh_plus = self.ranker.bonuses(*self.ranker.fresh)
 
     def select(self, task: str, k: int, filters: Filters, query_vector: Any = None) -> Selection:
         started = time.perf_counter()
@@ -183,7 +184,7 @@ class Selector:
                 size = max(POOL_MIN, POOL_FACTOR * k)
                 key = (task, filters.key(), size, seen, id(facts)) if remember and k else None
                 pooled = self.pools.get(key) if key is not None else None
-                if pooled is None or pooled[2] is not facts:
+                if pooled is None or pooled.facts is not facts:
                     allowed = index.allowed(
                         category=filters.category, kind=filters.kind, names=filters.names
                     )
@@ -194,21 +195,17 @@ class Selector:
                             task=task, candidates=[], notes=notes, embedder=self._embedder_id()
                         )
                     found, query_vector = self._pool(task, size, allowed, query_vector)
-                    pooled = (found, facts.ids[found.slots], facts)
+                    pooled = Pooled(found, facts, self._fresh_plus)
                     if key is not None:
                         self.pools.put(key, pooled)
-                found, pooled_ids, _ = pooled
-                ids = pooled_ids.tolist()
+                ids = pooled.ids
             stats, state = index.store.pool_stats(index.tenant, ids)  # absent: never called
             if state == seen:
                 break
             index.refresh(state)
-        names = [facts.names[slot] for slot in found.slots.tolist()]
         return Selection(
             task=task,
-            candidates=_candidates(
-                self._rank(found, ids, names, stats, k), found, facts, stats, self.ranker.fresh
-            ),
+            candidates=_candidates(self._rank(pooled, stats, k), pooled, stats),
             notes=notes,
             embedder=self._embedder_id(),
             duration_ms=(time.perf_counter() - started) * 1000,
@@ -239,38 +236,33 @@ class Selector:
             pool = exact_pool(index, matched, query, allowed, share, size)
         return pool, query
 
-    def _rank(
-        self,
-        found: Pool,
-        ids: list[int],
-        names: list[str],
-        stats: dict[int, LiveStats],
-        k: int,
-    ) -> list[Ranked]:
+    def _rank(self, pooled: Pooled, stats: dict[int, LiveStats], k: int) -> list[Ranked]:
         """The k best of the pool: final score, then relevance, then name. Plain floats
         until then: only the chosen become objects (a pool can be 500 tools)."""
         ranker = self.ranker
-        relevance = _scaled(found.fused).tolist()
-        # A tool never called (most of a pool) has the prior's scores: the bonuses of
-        # ``Ranker.final`` computed once, added in the same order.
-        fresh_success, fresh_latency = ranker.fresh
-        plus_success, plus_latency = ranker.bonuses(fresh_success, fresh_latency)
-        final = [value + plus_success + plus_latency for value in relevance]
+        final = pooled.final
         scored: dict[int, tuple[float, float]] = {}
+        moved: dict[int, float] = {}
         for tool_id, live in stats.items():  # the tools with calls: usually a few, or none
             if live.usage_count or live.success_count:
-                i = ids.index(tool_id)
+                i = pooled.position[tool_id]
                 scored[i] = ranker.success(live), ranker.latency(live)
-                final[i] = ranker.final(relevance[i], *scored[i])
-        # Tuples compare in C (no key function per tool); the index breaks no tie (names
-        # are unique) but keeps the sort stable as a key function would.
-        keys = zip(
-            map(neg, final), map(neg, found.fused.tolist()), names, range(len(ids)), strict=True
-        )
-        fresh = (fresh_success, fresh_latency)
+                moved[i] = ranker.final(final[i][0], *scored[i])
+        if moved:  # the never-called keep their order: the k best of them, and the called
+            chosen = list(itertools.islice((i for i in pooled.order if i not in moved), k))
+            chosen.extend(moved)
+            names, fused = pooled.names, pooled.fused
+            keys = sorted((-moved.get(i, final[i][1]), -fused[i], names[i], i) for i in chosen)
+            chosen = [key[3] for key in keys[:k]]
+        else:
+            chosen = pooled.order[:k]
+        fresh = ranker.fresh
+        ids, names = pooled.ids, pooled.names
         return [
-            Ranked(i, ids[i], names[i], final[i], relevance[i], *scored.get(i, fresh))
-            for *_, i in itertools.islice(sorted(keys), k)
+            Ranked(
+                i, ids[i], names[i], moved.get(i, final[i][1]), final[i][0], *scored.get(i, fresh)
+            )
+            for i in chosen
         ]
 
     def _embedded(self, task: str) -> Any:
@@ -301,6 +293,39 @@ class Selector:
         ]
 
 
+class Pooled:
+    """A pool with what ranking it needs that only a change to the tools can change: the
+    tools' ids and names, relevance, and their order were none of them ever called.
+    Remembered with the pool (selection_cache.py), so a task asked again only applies
+    the statistics of the few called tools to a ready order."""
+
+    __slots__ = ("facts", "final", "found", "fused", "ids", "names", "order", "position", "rows")
+
+    def __init__(self, found: Pool, facts: Slots, plus: tuple[float, float]) -> None:
+        self.found, self.facts = found, facts
+        self.ids: list[int] = facts.ids[found.slots].tolist()
+        self.names: list[str] = [facts.names[slot] for slot in found.slots.tolist()]
+        self.fused: list[float] = found.fused.tolist()
+        relevance = _scaled(found.fused).tolist()
+        #: (relevance, final) per tool; one never called (most of a pool) scores its
+        #: relevance plus the prior's bonuses, computed once, added as ``Ranker.final`` does.
+        plus_success, plus_latency = plus
+        self.final = [(value, value + plus_success + plus_latency) for value in relevance]
+        # Tuples compare in C (no key function per tool); the position breaks no tie
+        # (names are unique) but keeps the sort stable as a key function would.
+        keys = zip(
+            (-final for _, final in self.final),
+            map(neg, self.fused),
+            self.names,
+            range(len(self.ids)),
+            strict=True,
+        )
+        self.order: list[int] = [key[3] for key in sorted(keys)]
+        self.position = {tool_id: i for i, tool_id in enumerate(self.ids)}
+        #: Candidate rows of never-called tools, by position, made as they are chosen.
+        self.rows: dict[int, dict[str, Any]] = {}
+
+
 class Ranked(NamedTuple):
     """One pooled tool's place in the ranking (``position`` in the pool's arrays)."""
 
@@ -318,35 +343,39 @@ _CANDIDATES: TypeAdapter[list[Candidate]] = TypeAdapter(list[Candidate])
 
 def _candidates(
     chosen: list[Ranked],
-    found: Pool,
-    facts: Slots,
+    pooled: Pooled,
     stats: dict[int, LiveStats],
-    fresh: tuple[float, float],
 ) -> list[Candidate]:
-    """The chosen tools as Candidates, scores rounded to 6 places (one validation call).
-    Each ``round`` formats a string (~1 µs): a value shared with ``fresh`` (a new tool's
-    success and latency) or a final equal to the relevance (a new tool) is rounded once."""
-    positions = [tool.position for tool in chosen]
-    dense = found.dense[positions].tolist() if found.dense is not None else None
-    lexical = found.lexical[positions].tolist()
-    slots = found.slots[positions].tolist()
+    """The chosen tools as Candidates (one validation call). A never-called tool's row
+    depends on the pool alone: made once per pool, reused by a task asked again."""
     rows = []
-    fresh_success, fresh_latency = round(fresh[0], 6), round(fresh[1], 6)
     for rank, tool in enumerate(chosen, start=1):
-        relevance = round(tool.relevance, 6)
-        rows.append(
-            {
-                "name": tool.name,
-                "rank": rank,
-                "final": relevance if tool.final == tool.relevance else round(tool.final, 6),
-                "relevance": relevance,
-                "dense": round(dense[rank - 1], 6) if dense is not None else None,
-                "lexical": round(lexical[rank - 1], 6),
-                "success": fresh_success if tool.success == fresh[0] else round(tool.success, 6),
-                "latency": fresh_latency if tool.latency == fresh[1] else round(tool.latency, 6),
-                "calls": stats[tool.id].usage_count if tool.id in stats else 0,
-                "category": facts.category(slots[rank - 1]),
-                "kind": facts.kind(slots[rank - 1]),
-            }
-        )
+        called = tool.id in stats
+        row = None if called else pooled.rows.get(tool.position)
+        if row is None:
+            row = _row(tool, pooled, stats)
+            if not called:
+                pooled.rows[tool.position] = row
+        rows.append({**row, "rank": rank})
     return _CANDIDATES.validate_python(rows)
+
+
+def _row(tool: Ranked, pooled: Pooled, stats: dict[int, LiveStats]) -> dict[str, Any]:
+    """A Candidate's fields but its rank, scores rounded to 6 places. Each ``round``
+    formats a string (~1 µs): a final equal to the relevance (a new tool) is rounded once."""
+    found, facts, position = pooled.found, pooled.facts, tool.position
+    slot = int(found.slots[position])
+    relevance = round(tool.relevance, 6)
+    dense = found.dense
+    return {
+        "name": tool.name,
+        "final": relevance if tool.final == tool.relevance else round(tool.final, 6),
+        "relevance": relevance,
+        "dense": round(float(dense[position]), 6) if dense is not None else None,
+        "lexical": round(float(found.lexical[position]), 6),
+        "success": round(tool.success, 6),
+        "latency": round(tool.latency, 6),
+        "calls": stats[tool.id].usage_count if tool.id in stats else 0,
+        "category": facts.category(slot),
+        "kind": facts.kind(slot),
+    }
