@@ -365,6 +365,33 @@ def test_turns_that_do_not_wait_are_committed_in_groups(
     assert [u["call_id"] for u in data["tool_calls"]] == [u.call_id for u in result.tool_calls]
 
 
+def test_held_calls_can_be_set_to_commit_every_call(
+    reg: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``agent_held_calls = 1``: nothing held, so a killed process loses no turn (each
+    call is in the store before the next model turn, even with no wait between)."""
+    from dataclasses import replace
+
+    import tooldb
+
+    settings = replace(reg.settings, agent_held_calls=1)
+    with tooldb.open(settings.resolved_url, settings=settings) as strict:
+        strict.add(st.add)
+        sizes = _group_commits(strict, monkeypatch)
+        stored: list[int] = []
+
+        def decide(messages: list[Message], *_: object) -> object:
+            runs = strict.store.list_runs(strict.tenant, limit=1)
+            stored.append(len(strict.calls(run_id=runs[0].id)) if runs else -1)
+            turn = sum(m.role == "tool" for m in messages)
+            return call("add", {"a": turn, "b": 1}) if turn < 5 else "done"
+
+        result = AgentLoop(strict, FunctionModel(decide), tools=["add"]).run("add")
+    assert result.status is RunStatus.SUCCESS
+    assert [n for n in sizes if n] == [1] * 5 and stored == [0, 1, 2, 3, 4, 5]
+    assert all(u.call_id is not None for u in result.tool_calls)
+
+
 def test_every_turn_is_committed_before_the_run_waits(reg: Registry) -> None:
     """A model that makes the loop wait (any real one) sees the previous turn's record
     and messages in the store; so does a tool that is not known to be quick."""

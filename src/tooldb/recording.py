@@ -71,7 +71,7 @@ class Recorder:
 
 
 #: A run holds at most this many calls' records back (bounds memory, and what a
-#: killed process can lose).
+#: killed process can lose); the default of ``Settings.agent_held_calls``.
 HELD_MAX = 64
 
 
@@ -86,10 +86,14 @@ class HeldRecords:
     wait in between is grouped.
     """
 
-    __slots__ = ("_calls", "_decisions", "_messages", "_recorder", "_results", "_selections")
+    __slots__ = (
+        "_calls", "_decisions", "_messages", "_recorder", "_results", "_selections", "limit",
+    )  # fmt: skip
 
-    def __init__(self, recorder: Recorder) -> None:
+    def __init__(self, recorder: Recorder, limit: int = HELD_MAX) -> None:
         self._recorder = recorder
+        #: Calls held before a commit is forced (1: every call is committed at once).
+        self.limit = max(1, limit)
         self._calls: list[tuple[dict[str, Any], bool, RunMessages | None]] = []
         self._results: list[ToolResult] = []
         self._messages: list[RunMessages] = []
@@ -112,7 +116,7 @@ class HeldRecords:
             (self._recorder.row(tool, arguments, outcome, run_id), counted, messages)
         )
         self._results.append(outcome.result)
-        if len(self._calls) >= HELD_MAX:
+        if len(self._calls) >= self.limit:
             self.commit()
 
     def hold_messages(self, messages: RunMessages) -> None:

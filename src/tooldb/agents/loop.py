@@ -144,7 +144,11 @@ class _Run:
         # Records of calls that ran without the run waiting, committed together when it
         # is about to wait (recording.py's HeldRecords); uses whose call id comes then.
         recorder = self.registry.recorder
-        self.held = HeldRecords(recorder) if recorder.enabled else None
+        self.held = (
+            HeldRecords(recorder, self.registry.settings.agent_held_calls)
+            if recorder.enabled
+            else None
+        )
         self._unnumbered: list[tuple[ToolResult, ToolUse]] = []
         self.quick_tools: set[str] = set()
         self.started = time.perf_counter()
