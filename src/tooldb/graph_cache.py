@@ -41,7 +41,7 @@ class GraphCache:
     ) -> GraphCache:
         where = re.sub(r"//[^@/]*@", "//", store_url)  # no credentials in the key
         key = hashlib.sha256(
-            json.dumps([FORMAT, ann.HnswIndex.method, where, tenant, embedder_id]).encode()
+            json.dumps([FORMAT, ann.HnswIndex.build, where, tenant, embedder_id]).encode()
         ).hexdigest()[:24]
         return cls(cache_dir() / "graphs" / f"{key}.hnsw", fingerprint)
 
