@@ -126,6 +126,40 @@ def test_settings_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: object) 
         Settings.load()
 
 
+def test_pool_stats_look_candidates_up_by_primary_key_on_postgresql(postgres_url: str) -> None:
+    """Right after a bulk load, before any ANALYZE, PostgreSQL guesses a tenant's tools
+    are few and read the pool's statistics through the tenant's index, over every tool
+    of the tenant (100,000 tools: 4 ms instead of 0.2). The ids must go by primary key."""
+    import psycopg
+
+    from tests.conftest import _truncate_postgres
+
+    _truncate_postgres(postgres_url)
+    reg = tooldb.open(postgres_url, settings=Settings(url=postgres_url, embedder="hash"))
+    try:
+        reg.add({"name": "t0", "description": "tool 0", "target": "tests.sample_tools:echo",
+                 "parameters": {"text": {"type": "string"}}})  # fmt: skip
+        reg.call("t0", {"text": "hi"})
+        plain = postgres_url.replace("postgresql+psycopg", "postgresql")
+        with psycopg.connect(plain, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO tools (tenant, name, description, category, kind, target,"
+                " parameters, returns, metadata, version, content_hash, enabled, created_at,"
+                " updated_at, change_seq) SELECT %s, 'bulk_' || g, 'd', 'c', 'python', 'x',"
+                " '{}'::jsonb, 'text', '{}'::jsonb, 1, 'h', true, 0, 0, 0"
+                " FROM generate_series(1, 20000) g",
+                (reg.tenant,),
+            )
+            query = reg.store._search_sql["pool_stats"]
+            params = query.params({"tenant": reg.tenant, "ids": list(range(1, 51))})
+            plan = "\n".join(row[0] for row in conn.execute("EXPLAIN " + query.sql, params))
+        assert "tools_pkey" in plan and "ix_tools_tenant" not in plan, plan
+        stats, state = reg.store.pool_stats(reg.tenant, list(range(1, 51)))
+        assert set(stats) == {reg.get("t0").id} and state == reg.store.tenant_state(reg.tenant)
+    finally:
+        reg.close()
+
+
 def test_live_stats_looks_candidates_up_by_rowid_on_sqlite(sqlite_url: str) -> None:
     """Selection reads the pool's statistics by id; SQLite must not walk the tenant's
     index over all of its tools to do so (the unary plus in search_rows.py)."""

@@ -93,6 +93,11 @@ def search_statements(dialect: sa.Dialect) -> dict[str, Prebuilt]:
         tenant_match = sa.literal_column("+tools.tenant") == sa.bindparam("tenant")
     else:
         id_match = tools.c.id == sa.func.any(sa.bindparam("ids"))
+        # The same on PostgreSQL: with a tenant's rows estimated few (a table that grew
+        # since its last ANALYZE, or one tenant among many), the planner ANDed a bitmap
+        # of the tenant's whole index with the ids' (100,000 tools: 4 ms instead of
+        # 0.2); an expression keeps that index out, the ids go by primary key
+        tenant_match = sa.literal_column("(tools.tenant || '')") == sa.bindparam("tenant")
     live = sa.select(
         tools.c.id,
         *(_windowed(name).label(name) for name in _WINDOW_COLUMNS),
