@@ -190,3 +190,17 @@ def test_ranking_a_ready_order_equals_sorting_the_whole_pool(registry: Registry)
         for r in ranked:
             live = stats.get(r.id)
             assert r.success == ranker.success(live) and r.latency == ranker.latency(live)
+
+
+def test_a_full_reload_drops_the_remembered_pools(counted: tuple[Registry, Counting]) -> None:
+    """Remembered pools hold the index's facts: after a full reload (the first load, or
+    a compaction) they would keep the old ones alive, so they go."""
+    registry, _ = counted
+    selector = registry.selector
+    registry.select("crop a picture", k=2)
+    registry.select("send a message", k=2)
+    assert len(selector.pools) == 2
+    selector.index._seen = None  # what a compaction does: the next refresh loads all anew
+    selector.index.refresh()
+    assert registry.select("crop a picture", k=2).names[0] == "crop_image"
+    assert len(selector.pools) == 1

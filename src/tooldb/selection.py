@@ -165,6 +165,7 @@ class Selector:
         self.vectors: Recent[str, Any] = Recent()
         self.pools: Recent[tuple[Any, ...], Pooled] = Recent()
         self._fresh_plus = self.ranker.bonuses(*self.ranker.fresh)
+        self._pooled_facts: Slots | None = None
 
     def select(self, task: str, k: int, filters: Filters, query_vector: Any = None) -> Selection:
         started = time.perf_counter()
@@ -182,6 +183,9 @@ class Selector:
                 seen = index.seen
                 facts = index.slots  # a reload replaces it; the pooled slots' facts stay put
                 size = max(POOL_MIN, POOL_FACTOR * k)
+                if facts is not self._pooled_facts:  # a full reload: drop what held the old
+                    self.pools.clear()
+                    self._pooled_facts = facts
                 key = (task, filters.key(), size, seen, id(facts)) if remember and k else None
                 pooled = self.pools.get(key) if key is not None else None
                 if pooled is None or pooled.facts is not facts:
