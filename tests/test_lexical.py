@@ -138,3 +138,28 @@ def test_a_repeated_query_word_counts_once() -> None:
     thrice = index.match("retrieve the weather, then retrieve it again and retrieve it")
     assert thrice.hits.tolist() == once.hits.tolist()
     assert thrice.scores.tolist() == once.scores.tolist()
+
+
+def test_kept_weights_stay_bounded_and_score_as_computed_afresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Term weights are kept between queries up to CACHED_POSTINGS postings (the oldest
+    go first); a query answered from kept weights scores exactly as a fresh index does."""
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(300)]
+    documents = [" ".join(rng.choices(words, k=12)) for _ in range(400)]
+    queries = [" ".join(rng.choices(words, k=6)) for _ in range(60)]
+    monkeypatch.setattr(lexical, "CACHED_POSTINGS", 500)
+    kept = BM25Index()
+    for slot, text in enumerate(documents):
+        kept.add(slot, text)
+    for query in queries * 2:
+        match = kept.match(query)
+        fresh = BM25Index()
+        for slot, text in enumerate(documents):
+            fresh.add(slot, text)
+        expected = fresh.match(query)
+        assert np.array_equal(match.hits, expected.hits)
+        assert np.array_equal(match.scores, expected.scores)
+        assert kept._cached <= 500 + max(len(e.slots) for e in kept._cache.values())
+        assert kept._cached == sum(len(e.slots) for e in kept._cache.values())

@@ -37,13 +37,15 @@ K1 = 1.5
 B = 0.75
 #: Past this many tail postings, the next query merges the tail into the rows.
 TAIL_MERGE = 16_384
-#: Weights kept between queries: at most this many postings (12 bytes each) and terms.
-CACHED_POSTINGS = 1_000_000
+#: Weights kept between queries: at most this many postings (8 bytes each: the slots are
+#: the postings' own int32 rows, not copies) and terms.
+CACHED_POSTINGS = 2_000_000
 CACHED_TERMS = 20_000
 #: Queries up to this long keep their parsed terms (4,096 of them: at most ~8 MB).
 QUERY_CACHE_CHARS = 2_000
 
-Slots = npt.NDArray[np.intp]
+#: Slot numbers: int32 when they are a term's postings as stored, intp when computed.
+Slots = npt.NDArray[np.int32] | npt.NDArray[np.intp]
 Floats = npt.NDArray[np.float32]
 
 
@@ -200,7 +202,7 @@ class BM25Index:
         frequencies = tfs.astype(np.float32)
         norm = K1 * (1.0 - B + B * self._lengths[slots] / average)
         weights = idf * frequencies * (K1 + 1.0) / (frequencies + norm)
-        entry = _Weights(idf, slots.astype(np.intp), weights.astype(np.float32, copy=False))
+        entry = _Weights(idf, slots, weights.astype(np.float32, copy=False))
         self._cache[term] = entry
         self._cached += len(slots)
         while len(self._cache) > 1 and (

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -185,7 +186,7 @@ def exact_pool(
 def approximate_pool(
     index: ToolIndex,
     matched: LexicalMatch,
-    hits: Slots,
+    hits: npt.NDArray[np.signedinteger[Any]],
     hit_scores: Floats,
     query: Floats,
     allowed: Allowed,
