@@ -204,3 +204,29 @@ def test_a_full_reload_drops_the_remembered_pools(counted: tuple[Registry, Count
     selector.index.refresh()
     assert registry.select("crop a picture", k=2).names[0] == "crop_image"
     assert len(selector.pools) == 1
+
+
+def test_threads_sharing_remembered_pools_get_the_serial_answers(
+    counted: tuple[Registry, Counting],
+) -> None:
+    """An HTTP server selects from many threads on one registry: remembered vectors,
+    pools and candidate rows are shared, and every answer is the one a lone caller gets."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    registry, _ = counted
+    tasks = ["crop a picture", "send a message", "stock price", "resize an image"]
+    expected = {task: registry.select(task, k=3, record=False).candidates for task in tasks}
+    registry.selector.pools.clear()
+    registry.selector.vectors.clear()
+
+    def work(worker: int) -> list[bool]:
+        return [
+            registry.select(task, k=3, record=False).candidates == expected[task]
+            for _ in range(25)
+            for task in tasks[worker % 4 :] + tasks[: worker % 4]
+        ]
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        answers = [ok for batch in pool.map(work, range(6)) for ok in batch]
+    assert len(answers) == 6 * 25 * 4 and all(answers)
+    assert len(registry.selector.pools) == len(tasks)
