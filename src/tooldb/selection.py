@@ -298,10 +298,10 @@ class Selector:
 
 
 class Pooled:
-    """A pool with what ranking it needs that only a change to the tools can change: the
-    tools' ids and names, relevance, and their order were none of them ever called.
-    Remembered with the pool (selection_cache.py), so a task asked again only applies
-    the statistics of the few called tools to a ready order."""
+    """A pool and the parts of its ranking that only a change to the tools can change:
+    the tools' ids, names and relevance, and the order they would rank in if none had
+    ever been called. Remembered with the pool (selection_cache.py), so a task asked
+    again only applies the statistics of the few called tools to a ready order."""
 
     __slots__ = ("facts", "final", "found", "fused", "ids", "names", "order", "position", "rows")
 
