@@ -85,7 +85,8 @@ class Settings:
     agent_max_depth: int = 3
     #: Group commit (docs/agents.md): at most this many calls' records an agent run holds
     #: between two commits when nothing waits. What a killed process can lose; 1 commits
-    #: every call (a scripted run is then ~2x slower a turn, a real model's run is not).
+    #: every call (a scripted run is then ~1.6x slower a turn: 113 -> 178-190 µs on a disk
+    #: that measured it; a real model's run is not).
     agent_held_calls: int = 64
     #: OODA (optimize.py, docs/ooda.md): the analysis window, then the findings'
     #: thresholds, the act policy, and the per-tenant cycle lease.
