@@ -343,6 +343,9 @@ def test_turns_that_do_not_wait_are_committed_in_groups(
     statistics exact."""
     from tooldb.recording import HELD_MAX
 
+    # a call that happens to take 1 ms (a collection, a page fault on a busy machine)
+    # would add a commit: test_a_slow_tool_commits_before_it_runs covers that
+    monkeypatch.setattr("tooldb.agents.loop.QUICK_MS", 1e9)
     sizes = _group_commits(reg, monkeypatch)
     turns = 150
     model = FunctionModel(
