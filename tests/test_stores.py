@@ -121,6 +121,12 @@ def test_settings_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: object) 
     settings = Settings.load()
     assert settings.default_timeout_s == 7.0 and settings.tenant == "from-env"
     assert Settings.load(tenant="explicit").tenant == "explicit"
+    monkeypatch.setenv("TOOLDB_AGENT_HELD_CALLS", "1")
+    assert Settings.load().agent_held_calls == 1
+    monkeypatch.setenv("TOOLDB_AGENT_HELD_CALLS", "0")
+    with pytest.raises(UsageError, match="agent_held_calls"):
+        Settings.load()
+    monkeypatch.delenv("TOOLDB_AGENT_HELD_CALLS")
     monkeypatch.setenv("TOOLDB_RECORD_CALLS", "maybe")
     with pytest.raises(UsageError, match="record_calls"):
         Settings.load()

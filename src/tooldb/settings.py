@@ -265,6 +265,7 @@ _ENV_KEYS = {
     "TOOLDB_HTTP_TIMEOUT": "http_timeout_s",
     "TOOLDB_HTTP_MAX_RESPONSE_BYTES": "http_max_response_bytes",
     "TOOLDB_SCRIPT_FORKSERVER": "script_forkserver",
+    "TOOLDB_AGENT_HELD_CALLS": "agent_held_calls",
     "TOOLDB_MODEL": "model",
     "TOOLDB_MODEL_BASE_URL": "model_base_url",
     "TOOLDB_OODA_WINDOW": "ooda_window_s",
