@@ -112,7 +112,7 @@ def test_statistics_are_fresh_on_a_remembered_pool(
     assert after[1].name == failing and after[1].calls == 10
 
 
-def test_long_tasks_and_given_vectors_are_not_remembered(
+def test_long_tasks_given_vectors_and_big_pools_are_not_remembered(
     counted: tuple[Registry, Counting], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     registry, counting = counted
@@ -125,6 +125,9 @@ def test_long_tasks_and_given_vectors_are_not_remembered(
     for _ in range(2):
         registry.selector.select("crop", 2, Filters(), query_vector=vector)
     assert len(computed) == 4 and len(counting.texts) == 2
+    for _ in range(2):  # a pool past MAX_POOL (k = 50: 250 tools) is not kept either
+        registry.select("crop", k=50)
+    assert len(computed) == 6 and counting.texts[2:] == ["crop"]  # the vector is kept
 
 
 def test_a_remembered_vector_cannot_be_changed(counted: tuple[Registry, Counting]) -> None:

@@ -31,6 +31,7 @@ from .blas import one_thread
 from .embedders import Embedder
 from .errors import UsageError
 from .retrieval import EXACT_SUBSET_MAX, Pool, approximate_pool, exact_pool
+from .selection_cache import MAX_POOL as REMEMBERED_POOL_MAX
 from .selection_cache import MAX_TASK_CHARS as REMEMBERED_TASK_CHARS
 from .selection_cache import Recent
 from .settings import Settings
@@ -186,7 +187,8 @@ class Selector:
                 if facts is not self._pooled_facts:  # a full reload: drop what held the old
                     self.pools.clear()
                     self._pooled_facts = facts
-                key = (task, filters.key(), size, seen, id(facts)) if remember and k else None
+                keep = remember and k > 0 and size <= REMEMBERED_POOL_MAX
+                key = (task, filters.key(), size, seen, id(facts)) if keep else None
                 pooled = self.pools.get(key) if key is not None else None
                 if pooled is None or pooled.facts is not facts:
                     allowed = index.allowed(

@@ -11,7 +11,8 @@ contents, so they are remembered exactly, in small least-recently-used maps:
   misses). The ranking is redone on every select from statistics read fresh, so a
   tool that starts failing still sinks at once.
 
-Long tasks are not kept (they rarely repeat, and the key is the text).
+Long tasks are not kept (they rarely repeat, and the key is the text), nor the large
+pools of a large k (memory).
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from typing import Generic, TypeVar
 
 #: Tasks longer than this are computed every time.
 MAX_TASK_CHARS = 2_000
-#: Entries per map: a 384-d vector is 1.5 KB, a pool of 50 tools ~1 KB.
+#: Entries per map: a 384-d vector is 1.5 KB, a remembered pool of 50 tools ~20 KB.
 ENTRIES = 256
+#: Larger pools (k over 40) are not remembered: at most ~80 KB an entry, ~20 MB in all.
+MAX_POOL = 200
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
