@@ -291,6 +291,34 @@ def test_get_many_reads_tools_in_one_go_and_skips_unknown_names(registry: Regist
     assert fresh["t7"].spec.metadata == {"owner": "ops"} and fresh["t7"].version == 2
 
 
+def test_tools_read_for_a_toolbox_are_bound_at_their_first_call(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run reads the offered tools' records in one go and may call one of them: each
+    binder is made at the tool's first call, from the kept record (no second read)."""
+    import tooldb.calls
+
+    registry.add(*[
+        {"name": f"t{i}", "description": f"tool {i}", "target": "tests.sample_tools:echo",
+         "parameters": {"text": {"type": "string"}}}
+        for i in range(8)
+    ])  # fmt: skip
+    made: list[str] = []
+    real = tooldb.calls.Binder
+    monkeypatch.setattr(
+        tooldb.calls, "Binder", lambda name, schema: made.append(name) or real(name, schema)
+    )
+    assert len(registry.current_tools([f"t{i}" for i in range(8)])) == 8
+    assert made == []
+    reads: list[str] = []
+    monkeypatch.setattr(registry.store, "get_tool", lambda *args: reads.append(args[1]) or None)
+    assert registry.call("t5", {"text": "hi"}).output == "hi"
+    assert registry.call("t5", {"text": "again"}).output == "again"
+    assert made == ["t5"] and reads == []
+    with pytest.raises(ArgumentError, match="'text' expected string"):
+        registry.call("t5", {"text": 3})  # the binder made at the first call checks
+
+
 def test_a_mixed_batch_keeps_order_and_statuses(registry: Registry) -> None:
     """New tools go in as one multi-row insert; existing ones the careful way: the
     outcomes still come back in the batch's order, and everything is searchable."""

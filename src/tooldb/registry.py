@@ -79,7 +79,7 @@ class Registry(CallPath, Catalog):
         )
         reserve_threads(self.settings.max_parallel_calls)
         self.recorder = Recorder(store, self.settings, self.tenant)
-        self._bound: dict[tuple[int, str], tuple[ToolRecord, Binder]] = {}
+        self._bound: dict[tuple[int, str], tuple[ToolRecord, Binder | None]] = {}
         self._embedder: Embedder | None = None
         self._embedder_loaded = False
         self._selector: Selector | None = None
@@ -362,11 +362,11 @@ class Registry(CallPath, Catalog):
         return tool
 
     def get_many(self, names: Iterable[str]) -> dict[str, ToolRecord]:
-        """The named tools that exist (enabled or not), in one query; their binders are
+        """The named tools that exist (enabled or not), in one query; their records are
         cached so the first call of each skips a second read."""
         found = self.store.get_tools(self.tenant, list(names))
         for tool in found.values():
-            self._cache_binder(tool)
+            self._cache_record(tool)
         return found
 
     def current_tools(self, names: Iterable[str]) -> dict[str, ToolRecord]:
