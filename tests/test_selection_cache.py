@@ -148,7 +148,8 @@ def test_recent_keeps_the_most_recently_used() -> None:
     assert (recent.get("a"), recent.get("b"), recent.get("c")) == (1, None, 3)
     assert len(recent) == 2
     nothing: Recent[str, int] = Recent(entries=0)
-    assert nothing.put("a", 1) == 1 and nothing.get("a") is None
+    nothing.put("a", 1)
+    assert nothing.get("a") is None and len(nothing) == 0
 
 
 def test_ranking_a_ready_order_equals_sorting_the_whole_pool(registry: Registry) -> None:

@@ -182,15 +182,10 @@ class Selector:
             notes = self._notes()
             with index.lock, one_thread:  # products on one BLAS thread: blas.py
                 seen = index.seen
-                facts = index.slots  # a reload replaces it; the pooled slots' facts stay put
                 size = max(POOL_MIN, POOL_FACTOR * k)
-                if facts is not self._pooled_facts:  # a full reload: drop what held the old
-                    self.pools.clear()
-                    self._pooled_facts = facts
-                keep = remember and k > 0 and size <= REMEMBERED_POOL_MAX
-                key = (task, filters.key(), size, seen, id(facts)) if keep else None
+                key = self._pool_key(task, k, filters, size) if remember else None
                 pooled = self.pools.get(key) if key is not None else None
-                if pooled is None or pooled.facts is not facts:
+                if pooled is None:
                     allowed = index.allowed(
                         category=filters.category, kind=filters.kind, names=filters.names
                     )
@@ -201,7 +196,8 @@ class Selector:
                             task=task, candidates=[], notes=notes, embedder=self._embedder_id()
                         )
                     found, query_vector = self._pool(task, size, allowed, query_vector)
-                    pooled = Pooled(found, facts, self._fresh_plus)
+                    # a reload replaces ``index.slots``; the pooled slots' facts stay put
+                    pooled = Pooled(found, index.slots, self._fresh_plus)
                     if key is not None:
                         self.pools.put(key, pooled)
                 ids = pooled.ids
@@ -216,6 +212,18 @@ class Selector:
             embedder=self._embedder_id(),
             duration_ms=(time.perf_counter() - started) * 1000,
         )
+
+    def _pool_key(self, task: str, k: int, filters: Filters, size: int) -> tuple[Any, ...] | None:
+        """Where the pool of this request is remembered (index lock held); None if it is
+        not kept. Every remembered pool holds the index's current facts: a full reload
+        (new facts) drops them all, so none keeps the old ones alive."""
+        facts = self.index.slots
+        if facts is not self._pooled_facts:
+            self.pools.clear()
+            self._pooled_facts = facts
+        if k == 0 or size > REMEMBERED_POOL_MAX:
+            return None
+        return (task, filters.key(), size, self.index.seen)
 
     def _pool(self, task: str, size: int, allowed: Allowed, query_vector: Any) -> tuple[Pool, Any]:
         """The ``size`` allowed tools of best blended relevance (index lock held), and the

@@ -48,14 +48,13 @@ class Recent(Generic[K, V]):
                 self._items.move_to_end(key)
             return value
 
-    def put(self, key: K, value: V) -> V:
+    def put(self, key: K, value: V) -> None:
         if self.entries > 0:
             with self._lock:
                 self._items[key] = value
                 self._items.move_to_end(key)
                 while len(self._items) > self.entries:
                     self._items.popitem(last=False)
-        return value
 
     def clear(self) -> None:
         with self._lock:
