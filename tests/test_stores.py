@@ -135,7 +135,8 @@ def test_settings_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: object) 
 def test_pool_stats_look_candidates_up_by_primary_key_on_postgresql(postgres_url: str) -> None:
     """Right after a bulk load, before any ANALYZE, PostgreSQL guesses a tenant's tools
     are few and read the pool's statistics through the tenant's index, over every tool
-    of the tenant (100,000 tools: 4 ms instead of 0.2). The ids must go by primary key."""
+    of the tenant (100,000 tools: 4 ms instead of 0.2). The ids must go by an index of
+    ids: the primary key, or the called tools' partial index."""
     import psycopg
 
     from tests.conftest import _truncate_postgres
@@ -159,9 +160,41 @@ def test_pool_stats_look_candidates_up_by_primary_key_on_postgresql(postgres_url
             query = reg.store._search_sql["pool_stats"]
             params = query.params({"tenant": reg.tenant, "ids": list(range(1, 51))})
             plan = "\n".join(row[0] for row in conn.execute("EXPLAIN " + query.sql, params))
-        assert "tools_pkey" in plan and "ix_tools_tenant" not in plan, plan
+        by_id = "tools_pkey" in plan or "ix_tools_called" in plan
+        assert by_id and "ix_tools_tenant" not in plan, plan
         stats, state = reg.store.pool_stats(reg.tenant, list(range(1, 51)))
         assert set(stats) == {reg.get("t0").id} and state == reg.store.tenant_state(reg.tenant)
+    finally:
+        reg.close()
+
+
+def test_pool_stats_read_only_the_called_tools_index_on_sqlite(sqlite_url: str) -> None:
+    """Most of a pool was never called: its ids are probed in the small index of called
+    tools (migration 0005), not each looked up in the wide tools table."""
+    import json
+
+    reg = tooldb.open(sqlite_url, settings=Settings(url=sqlite_url, embedder="hash"))
+    try:
+        reg.add(*[
+            {"name": f"t{i}", "description": f"tool {i}", "target": "tests.sample_tools:echo",
+             "parameters": {"text": {"type": "string"}}}
+            for i in range(30)
+        ])  # fmt: skip
+        for name, text in (("t3", "a"), ("t3", "b"), ("t7", "c")):
+            reg.call(name, {"text": text})
+        store = reg.store
+        query = store._search_sql["pool_stats"]
+        params = query.params({"tenant": reg.tenant, "ids": json.dumps([1, 2, 3])})
+        with store.engine.connect() as conn:
+            plan = conn.exec_driver_sql("EXPLAIN QUERY PLAN " + query.sql, params).all()
+        assert any("ix_tools_called" in row[-1] for row in plan), plan
+        ids = [reg.get(name).id for name in ("t1", "t3", "t7", "t9")]
+        stats, _ = store.pool_stats(reg.tenant, ids)
+        assert {tool_id: live.usage_count for tool_id, live in stats.items()} == {
+            ids[1]: 2,
+            ids[2]: 1,
+        }
+        assert store.pool_stats("another tenant", ids)[0] == {}
     finally:
         reg.close()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-HEAD = "0004_ooda"
+HEAD = "0005_called_tools"
 VERSION_TABLE = "alembic_version"
 
 

@@ -19,9 +19,22 @@ import sqlalchemy as sa
 class Prebuilt:
     """One statement as the driver's SQL text plus how to order its parameters."""
 
-    def __init__(self, statement: sa.ClauseElement, dialect: sa.Dialect) -> None:
+    def __init__(
+        self,
+        statement: sa.ClauseElement,
+        dialect: sa.Dialect,
+        *,
+        indexed_by: dict[str, str] | None = None,
+    ) -> None:
+        """``indexed_by``: table -> index that SQLite must read it through (SQLAlchemy
+        renders no SQLite hints); the table must be read exactly once."""
         compiled: Any = statement.compile(dialect=dialect)  # a SQLCompiler
         self.sql = compiled.string
+        for table, index in (indexed_by or {}).items():
+            source = f"FROM {table} \n"
+            if self.sql.count(source) != 1:
+                raise ValueError(f"{table} is not read exactly once in: {self.sql}")
+            self.sql = self.sql.replace(source, f"FROM {table} INDEXED BY {index} \n")
         self.names: tuple[str, ...] | None = (
             tuple(compiled.positiontup or ()) if compiled.positional else None
         )

@@ -59,6 +59,10 @@ tools = sa.Table(
 )
 sa.Index("ix_tools_tenant_category", tools.c.tenant, tools.c.category)
 sa.Index("ix_tools_tenant_change_seq", tools.c.tenant, tools.c.change_seq)
+#: The tools with calls counted: selection reads a pool's statistics through it, so a
+#: never-called tool (most of a pool) costs a probe of a small index (migration 0005).
+_called = tools.c.usage_count != 0
+sa.Index("ix_tools_called", tools.c.id, sqlite_where=_called, postgresql_where=_called)
 
 #: One row per tenant: ``generation`` grows with every change to its tools, ``removals``
 #: with every removal (an index that sees removals changed reloads in full).
