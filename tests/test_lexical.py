@@ -67,11 +67,15 @@ def _queries(rng: random.Random) -> list[str]:
     return [_text(rng) for _ in range(15)] + ["weather weather rain", "nothing matches zzz"]
 
 
+@pytest.mark.parametrize("sort_below", [0, 10**9], ids=["sort", "scan"])
 @pytest.mark.parametrize("tail_merge", [4, 64, 1_000_000])
 def test_scores_match_the_dense_computation_through_changes(
-    tail_merge: int, monkeypatch: pytest.MonkeyPatch
+    tail_merge: int, sort_below: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Whether a match finds its slots by sorting the postings or by a scan of every slot
+    (lexical.SORT_BELOW)."""
     monkeypatch.setattr(lexical, "TAIL_MERGE", tail_merge)  # merge often, sometimes, never
+    monkeypatch.setattr(lexical, "SORT_BELOW", sort_below)
     rng = random.Random(tail_merge)
     index, reference = BM25Index(), DenseBM25()
     slot = 0
