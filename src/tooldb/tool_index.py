@@ -8,10 +8,7 @@ gets a fresh slot (its old one dies) so the lexical postings never need rewritin
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import hashlib
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +21,7 @@ from .dense_moments import DenseMoments
 from .dense_sample import DenseSample
 from .graph_cache import GraphCache
 from .lexical import BM25Index
+from .native_memory import release_freed_memory
 from .stores import IndexRow, Store, TenantState
 from .vectors import DenseIndex
 
@@ -345,22 +343,3 @@ class Allowed:
         if self._slots is None:
             self._slots = np.flatnonzero(self.mask).astype(np.int64)
         return self._slots
-
-
-@functools.cache
-def _libc() -> Any:
-    return ctypes.CDLL("libc.so.6") if sys.platform.startswith("linux") else None
-
-
-def release_freed_memory() -> None:
-    """Return the C heap's free pages to the system (glibc's ``malloc_trim``).
-
-    Loading 100,000 tools allocates and frees ~250 MB of rows, vectors and temporary
-    arrays; the heap keeps ~50 MB of that freed memory in the process's resident size
-    until something reuses it. Elsewhere (or without glibc) this does nothing."""
-    try:
-        libc = _libc()
-        if libc is not None:
-            libc.malloc_trim(0)
-    except (OSError, AttributeError):
-        return
