@@ -67,15 +67,14 @@ def _queries(rng: random.Random) -> list[str]:
     return [_text(rng) for _ in range(15)] + ["weather weather rain", "nothing matches zzz"]
 
 
-@pytest.mark.parametrize("sort_below", [0, 10**9], ids=["sort", "scan"])
+@pytest.mark.parametrize("sparse_below", [0, 10**9], ids=["sparse", "dense"])
 @pytest.mark.parametrize("tail_merge", [4, 64, 1_000_000])
 def test_scores_match_the_dense_computation_through_changes(
-    tail_merge: int, sort_below: int, monkeypatch: pytest.MonkeyPatch
+    tail_merge: int, sparse_below: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Whether a match finds its slots by sorting the postings or by a scan of every slot
-    (lexical.SORT_BELOW)."""
+    """In either form of a match (sparse, or dense over every slot: lexical.SPARSE_BELOW)."""
     monkeypatch.setattr(lexical, "TAIL_MERGE", tail_merge)  # merge often, sometimes, never
-    monkeypatch.setattr(lexical, "SORT_BELOW", sort_below)
+    monkeypatch.setattr(lexical, "SPARSE_BELOW", sparse_below)
     rng = random.Random(tail_merge)
     index, reference = BM25Index(), DenseBM25()
     slot = 0
@@ -96,6 +95,9 @@ def test_scores_match_the_dense_computation_through_changes(
             assert np.array_equal(matched.dense(slot), expected)
             probe = np.array([0, slot // 2, slot - 1], dtype=np.int64)
             assert np.array_equal(matched.at(probe), expected[probe])
+            beyond = np.array([slot - 1, 10 * slot], dtype=np.int64)  # a slot never added
+            assert matched.at(beyond).tolist() == [expected[slot - 1], 0.0]
+            assert (matched.dense_scores is not None) == (sparse_below > 0 and expected.any())
             if len(matched.hits):
                 best = int(matched.hits[np.argmax(matched.scores)])
                 contained = sum(

@@ -102,3 +102,55 @@ def test_top_of_many_keeps_the_best_scores() -> None:
     skewed[: 8 * 200 : 8] = np.arange(200, dtype=np.float32) + 1  # all seen by the guess,
     # whose cut then keeps 25 scores: too few, so the whole is partitioned
     assert set(top_of_many(skewed, 100).tolist()) == set(range(8 * 100, 8 * 200, 8))
+    # dense BM25 scores: 0 for the tools without a query word, never offered
+    for matches in (30, 2_000):
+        dense = np.zeros(131_072, dtype=np.float32)
+        where = rng.choice(len(dense), matches, replace=False)
+        dense[where] = np.round(rng.random(matches) * 20).astype(np.float32) + 1
+        chosen = top_of_many(dense, 64)
+        assert len(chosen) == min(64, matches) and (dense[chosen] > 0).all()
+        assert dense[chosen].min() == np.sort(dense[where])[-min(64, matches)]
+
+
+def test_allowed_lexical_answers_alike_from_a_sparse_or_a_dense_match(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A long task's match at a large registry keeps dense scores (lexical.SPARSE_BELOW):
+    the best tool, the best ``count`` and the statistics' values are those of the sparse
+    match, with or without a filter, and a dense top never offers an unmatched tool."""
+    import random
+
+    from tooldb import lexical
+    from tooldb.lexical import BM25Index
+    from tooldb.retrieval import AllowedLexical
+    from tooldb.tool_index import Allowed
+
+    rng = random.Random(11)
+    common = [f"common{i}" for i in range(20)]
+    rare = [f"rare{i}" for i in range(3000)]
+    index = BM25Index()
+    size = 9000
+    for slot in range(size):
+        index.add(slot, " ".join(rng.choices(common, k=3) + rng.choices(rare, k=4)))
+    every = Allowed(np.ones(size, dtype=bool), reused=True)
+    some = Allowed(np.array([slot % 3 != 0 for slot in range(size)]))
+    tasks = ["common1 common2 common3 rare5", "rare7 rare8", "common4 rare9 rare10", "zzz"]
+    for task in tasks:
+        for allowed in (every, some):
+            answers = []
+            for sparse_below in (0, 10**9):
+                monkeypatch.setattr(lexical, "SPARSE_BELOW", sparse_below)
+                scores = AllowedLexical.of(index.match(task), allowed, index.documents)
+                top = np.sort(scores.top(64))
+                spread = scores.spread(allowed.count)
+                answers.append((scores.best, top, spread, scores.slots is None))
+            (best, top, spread, _), (dense_best, dense_top, dense_spread, dense) = answers
+            assert dense == (allowed is every and task != "zzz")
+            assert dense_best == best
+            expected = index.match(task).dense(size) * allowed.mask
+            assert np.array_equal(np.sort(expected[top]), np.sort(expected[dense_top]))
+            assert (expected[dense_top] > 0).all() and len(dense_top) == min(
+                64, np.count_nonzero(expected)
+            )
+            assert dense_spread.mean == pytest.approx(spread.mean, rel=1e-5)
+            assert dense_spread.spread == pytest.approx(spread.spread, rel=1e-5)

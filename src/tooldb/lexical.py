@@ -10,10 +10,14 @@ Layout, for memory at 100,000 tools (~200,000 distinct terms, most seen once): t
 postings of every term sit in three flat arrays (slots, term frequencies, and per
 term an offset: compressed sparse rows), with no Python object per term. Documents
 added since are appended to a flat tail, looked up through a small index of it and
-merged into the rows once it grows. A query touches only its terms' postings and
-returns the matched slots sparsely; each term's BM25 weights are kept until the
-next change (they depend on the document count and the average length), so a
-query term costs one scatter-add.
+merged into the rows once it grows. A query touches only its terms' postings; each
+term's BM25 weights are kept until the next change (they depend on the document
+count and the average length), so a query term costs one scatter-add. A match with
+few postings returns its slots sparsely (sorted out of the postings); one whose
+postings cover more than 1/48 of the slots keeps the dense score array it summed
+into, since finding its ~30,000 matched slots at 100,000 tools cost more than the
+scoring (BM25 in a select ~290 -> ~180 µs p50): the selection asks it only for a
+few scores, its best 64 and its statistics.
 
 A query term counts once however often the task repeats it (query-side tf is binary,
 BM25 with k3 = 0): a task of several steps repeats its generic verbs ("retrieve ...,
@@ -43,10 +47,11 @@ TAIL_MERGE = 16_384
 #: before, which 200 long tasks over 100,000 tools overflowed (BM25 p50 360 -> 192 µs).
 CACHED_POSTINGS = 2_000_000
 CACHED_TERMS = 20_000
-#: A match touching fewer postings than 1/SORT_BELOW of the slots finds its slots by
-#: sorting the postings; more, by scanning every slot. Measured at 131,072 slots: the
-#: two cost the same (~35 µs) at ~3,000 postings; at 10,000 the sort cost 3x the scan.
-SORT_BELOW = 48
+#: A match touching fewer postings than 1/SPARSE_BELOW of the slots is returned sparse
+#: (its slots sorted out of the postings); more, and it keeps dense scores over every
+#: slot. Measured at 131,072 slots: sorting 3,000 postings cost what scanning every slot
+#: does (~35 µs), and 25,000 ten times that.
+SPARSE_BELOW = 48
 #: Queries up to this long keep their parsed terms (4,096 of them: at most ~8 MB).
 QUERY_CACHE_CHARS = 2_000
 
@@ -56,12 +61,14 @@ Floats = npt.NDArray[np.float32]
 
 
 class _Weights:
-    """One term's alive postings and their BM25 weights (idf included)."""
+    """One term's alive postings and their BM25 weights (idf included), and the weights'
+    sum: what the term adds to the sum of every tool's score."""
 
-    __slots__ = ("idf", "slots", "weights")
+    __slots__ = ("idf", "slots", "total", "weights")
 
     def __init__(self, idf: float, slots: Slots, weights: Floats) -> None:
         self.idf, self.slots, self.weights = idf, slots, weights
+        self.total = float(np.add.reduce(weights, dtype=np.float64)) if len(weights) else 0.0
 
 
 class _Growing:
@@ -159,39 +166,43 @@ class BM25Index:
         ``LexicalMatch.coverage`` needs. Touches only the query terms' postings."""
         self.settle()
         found: list[tuple[float, Slots]] = []
-        total_idf = 0.0
+        total_idf = total = 0.0
+        touched = 0
+        scratch = self._scratch
+        if len(scratch) < len(self._lengths):
+            scratch = self._scratch = np.zeros(len(self._lengths), dtype=np.float32)
         for term in query_terms(query):
             entry = self._weights(term)
             total_idf += entry.idf
             if len(entry.slots) == 0:
                 continue
-            if len(self._scratch) < len(self._lengths):
-                self._scratch = np.zeros(len(self._lengths), dtype=np.float32)
             # Term by term in the query's order, as a dense accumulation would: the same
             # float32 sums. A slot appears once per term, so add.at is exact.
-            np.add.at(self._scratch, entry.slots, entry.weights)
+            np.add.at(scratch, entry.slots, entry.weights)
             found.append((entry.idf, entry.slots))
+            touched += len(entry.slots)
+            total += entry.total
+        if touched * SPARSE_BELOW >= len(scratch):
+            # Many postings: the match keeps the scratch as its dense scores (collecting
+            # them cost more than the accumulation); the next match gets a fresh one.
+            self._scratch = np.zeros(0, dtype=np.float32)
+            return LexicalMatch.of_dense(scratch, found, total_idf, total)
         hits, scores = self._collect(found)
         return LexicalMatch(hits, scores, found, total_idf)
 
     def _collect(self, found: list[tuple[float, Slots]]) -> tuple[Slots, Floats]:
-        """The touched slots in order with their scores; the scratch is zeroed again."""
+        """The touched slots in order with their scores (few of them: sorted rather than
+        found by a scan of every slot); the scratch is zeroed again."""
         if not found:
             return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32)
         scratch = self._scratch
-        touched = sum(len(slots) for _, slots in found)
         if len(found) == 1:
             hits = found[0][1]
-        elif touched * SORT_BELOW < len(scratch):  # few postings: sort, not scan them all
+        else:
             merged = np.sort(np.concatenate([slots for _, slots in found]))
             hits = merged[np.concatenate(([True], merged[1:] != merged[:-1]))]
-        else:
-            hits = np.flatnonzero(scratch > 0)
         scores = scratch[hits]
-        if touched * 4 < len(scratch):
-            scratch[hits] = 0.0
-        else:
-            scratch[:] = 0.0
+        scratch[hits] = 0.0
         return hits, scores
 
     def _weights(self, term: str) -> _Weights:
@@ -290,34 +301,96 @@ def _idf(docs: int, df: int) -> float:
 
 
 class LexicalMatch:
-    """One query's BM25 scores, sparse: the slots with a query term (ascending) and
-    their scores; per matched term its idf and (ascending) slots."""
+    """One query's BM25 scores: sparse (the slots with a query term, ascending, and
+    their scores) or dense (a score per slot, 0 without a query term; a long task's
+    match at a large registry), with per matched term its idf and (ascending) slots.
+    Either form answers every question; the sparse one is made from the dense on demand."""
 
-    __slots__ = ("_found", "_total_idf", "hits", "scores")
+    __slots__ = ("_dense", "_found", "_hits", "_scores", "_total_idf", "score_total")
 
     def __init__(
         self, hits: Slots, scores: Floats, found: list[tuple[float, Slots]], total_idf: float
     ) -> None:
-        self.hits = hits
-        self.scores = scores
+        self._hits: Slots | None = hits
+        self._scores: Floats | None = scores
+        self._dense: Floats | None = None
         self._found = found
         self._total_idf = total_idf
+        self.score_total = float(np.add.reduce(scores, dtype=np.float64)) if len(scores) else 0.0
+
+    @classmethod
+    def of_dense(
+        cls, dense: Floats, found: list[tuple[float, Slots]], total_idf: float, total: float
+    ) -> LexicalMatch:
+        """``total``: the sum of every slot's score (from the terms' sums, in float64)."""
+        match = cls.__new__(cls)
+        match._hits = match._scores = None
+        match._dense, match._found, match._total_idf = dense, found, total_idf
+        match.score_total = total
+        return match
+
+    @property
+    def hits(self) -> Slots:
+        if self._hits is None:
+            assert self._dense is not None
+            self._hits = np.flatnonzero(self._dense > 0)
+        return self._hits
+
+    @property
+    def scores(self) -> Floats:
+        if self._scores is None:
+            assert self._dense is not None
+            self._scores = self._dense[self.hits]
+        return self._scores
+
+    def rare_postings(self, count: int) -> Slots:
+        """Slots from the postings of the query's rarest terms, at least ``count`` of them
+        where the terms hold that many (repeats possible): the tools likeliest to score
+        best, whose scores bound the best ``count``'s from below."""
+        lists = sorted((slots for _, slots in self._found), key=len)
+        chosen: list[Slots] = []
+        held = 0
+        for slots in lists:
+            chosen.append(slots)
+            held += len(slots)
+            if held >= count:
+                break
+        if len(chosen) > 1:
+            joined: Slots = np.concatenate(chosen)  # type: ignore[assignment]
+            return joined
+        return chosen[0] if chosen else np.zeros(0, dtype=np.intp)
+
+    @property
+    def dense_scores(self) -> Floats | None:
+        """Every slot's score (read only), if the match is dense; else None."""
+        return self._dense
 
     def at(self, slots: npt.NDArray[np.integer]) -> Floats:
         """The scores of ``slots`` (0 for a slot without a query term)."""
-        if not len(self.hits):
+        dense = self._dense
+        if dense is not None:
+            if len(slots) and int(slots.max()) >= len(dense):
+                return np.where(slots < len(dense), dense[np.minimum(slots, len(dense) - 1)], 0)
+            return dense[slots]
+        hits = self.hits
+        if not len(hits):
             return np.zeros(len(slots), dtype=np.float32)
-        at = np.minimum(np.searchsorted(self.hits, slots), len(self.hits) - 1)
-        return np.where(self.hits[at] == slots, self.scores[at], np.float32(0.0))
+        at = np.minimum(np.searchsorted(hits, slots), len(hits) - 1)
+        return np.where(hits[at] == slots, self.scores[at], np.float32(0.0))
 
     def dense(self, size: int) -> Floats:
-        """The scores of slots 0 to ``size`` - 1."""
+        """The scores of slots 0 to ``size`` - 1 (a new array)."""
         out = np.zeros(size, dtype=np.float32)
-        if len(self.hits) and self.hits[-1] >= size:
-            below = self.hits < size
-            out[self.hits[below]] = self.scores[below]
+        if self._dense is not None:
+            shared = min(size, len(self._dense))
+            out[:shared] = self._dense[:shared]
+            return out
+        hits, scores = self.hits, self.scores
+        if len(hits) and hits[-1] >= size:
+            below = hits < size
+            out[hits[below]] = scores[below]
         else:
-            out[self.hits] = self.scores
+            out[hits] = scores
         return out
 
     def coverage(self, slot: int) -> float:

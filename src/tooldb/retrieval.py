@@ -9,7 +9,8 @@ dominates by its units. Two ways to the same pool:
 - ``approximate_pool`` (past the threshold): dense candidates from the HNSW graph,
   lexical candidates from the query terms' postings (every tool sharing a word is
   known exactly), their union rescored exactly. The z-score statistics: lexical ones
-  exact from the postings (a tool without a query word scores 0); dense ones exact
+  exact from the postings (a tool without a query word scores 0; from a dense match,
+  the sum from the terms' sums and the squares by one dot product); dense ones exact
   from sums over the enabled tools' vectors (dense_moments.py), or, for a filtered
   selection, estimated on a fixed random sample of the allowed tools. ``bench/selection.py
   --scale`` measures how often its top 10 differs from the exact pool's.
@@ -70,6 +71,13 @@ class Spread:
             return cls(float(nonzero.sum()), max(min_spread, 1e-6))
         total = float(np.add.reduce(nonzero))  # float32 pairwise sums, then a dot
         squares = float(np.dot(nonzero, nonzero))  # product: ~1e-6 relative, no copy
+        return cls.of_sums(total, squares, count, min_spread)
+
+    @classmethod
+    def of_sums(cls, total: float, squares: float, count: int, min_spread: float) -> Spread:
+        """From the sum and the sum of squares of ``count`` scores."""
+        if count <= 1:
+            return cls(total, max(min_spread, 1e-6))
         mean = total / count
         variance = max(squares / count - mean * mean, 0.0)
         return cls(mean, max(variance**0.5, min_spread, 1e-6))
@@ -128,20 +136,25 @@ STRIDE = 8
 
 
 def top_of_many(scores: Floats, size: int) -> Slots:
-    """``top`` for many scores and a small ``size`` (a long task's BM25 matches at
-    100,000 tools: ~30,000 of them, ~100 wanted): the cut is guessed on every 8th score,
-    only the scores at or above it are partitioned, and a guess that keeps too few falls
-    back to the whole. Which of several tools tied at the cut is kept may differ."""
-    count = len(scores)
-    if count < 64 * size or size < 16:
-        return top(scores, size)
-    every = scores[::STRIDE]
-    wanted = 2 * size // STRIDE  # about twice ``size`` survive the guess
-    cut = np.partition(every, len(every) - wanted)[len(every) - wanted]
-    kept = np.flatnonzero(scores >= cut)
-    if len(kept) < size:
-        return top(scores, size)
-    return kept[top(scores[kept], size)]
+    """Positions of the ``size`` best positive scores (all of them if fewer), unordered:
+    BM25 scores, sparse (every one positive) or dense (0 for a tool without a query
+    word). For many scores and a small ``size`` (a long task's matches at 100,000 tools:
+    ~30,000 of them, ~100 wanted) the cut is guessed on every 8th positive score, only
+    the scores at or above it are partitioned, and a guess that keeps too few falls back
+    to every positive score. Zeros are never partitioned: introselect over many equal
+    values is slow (16,000 mostly zero: 1.1 ms; their positive ones: 20 µs). Which of
+    several tools tied at the cut is kept may differ."""
+    if len(scores) >= 64 * size and size >= 16:
+        every = scores[::STRIDE].copy()  # contiguous: selecting from a strided view is slow
+        every = every[every > 0]
+        wanted = 2 * size // STRIDE  # about twice ``size`` survive the guess
+        if len(every) > wanted:
+            cut = np.partition(every, len(every) - wanted)[len(every) - wanted]
+            kept = np.flatnonzero(scores >= cut)
+            if len(kept) >= size:
+                return kept[top(scores[kept], size)]
+    positive = np.flatnonzero(scores > 0)
+    return positive[top(scores[positive], size)]
 
 
 def union(first: Slots, second: Slots) -> Slots:
@@ -183,30 +196,89 @@ def exact_pool(
     )
 
 
+@dataclass(frozen=True)
+class AllowedLexical:
+    """The BM25 scores of the allowed tools: ``values`` of the ``slots`` with a query
+    term (ascending), or, with ``slots`` None, ``values`` is every slot's score (a dense
+    match, every alive tool allowed; ``total`` their sum). Zeros add nothing to the
+    statistics either way. ``best``: the slot of the best score (the lowest of tied
+    ones), None if nothing matched."""
+
+    slots: npt.NDArray[np.signedinteger[Any]] | None
+    values: Floats
+    best: int | None
+    best_score: float
+    total: float = 0.0
+    match: LexicalMatch | None = None  # the dense one
+
+    @classmethod
+    def of(cls, matched: LexicalMatch, allowed: Allowed, documents: int) -> AllowedLexical:
+        """``documents``: the alive tools of the lexical index; fewer allowed means a filter."""
+        if allowed.count >= documents:
+            every = matched.dense_scores
+            if every is not None:
+                at = int(every.argmax())
+                score = float(every[at])
+                best = at if score > 0 else None
+                return cls(None, every, best, score, matched.score_total, matched)
+        hits, scores = matched.hits, matched.scores
+        if len(hits) and allowed.count < documents:
+            keep = allowed.mask[hits]
+            hits, scores = hits[keep].astype(np.int64), scores[keep]
+        if not len(hits):
+            return cls(hits, scores, None, 0.0)
+        at = int(scores.argmax())
+        return cls(hits, scores, int(hits[at]), float(scores[at]))
+
+    def spread(self, count: int) -> Spread:
+        """The mean and spread of the BM25 score over ``count`` allowed tools."""
+        floor = MIN_LEXICAL_SPREAD * self.best_score
+        if self.slots is not None:
+            return Spread.sparse(self.values, count, floor)
+        # dense: the sum from the terms' sums (no pass over every slot), the squares by a dot
+        return Spread.of_sums(self.total, float(np.dot(self.values, self.values)), count, floor)
+
+    def top(self, count: int) -> Slots:
+        """Slots of up to ``count`` best matching tools (unordered). From dense scores, the
+        cut is the ``count``-th best score among the tools with the query's rarest words
+        (at least that many tools score as well: exact, and ~35 µs for a scan at 100,000
+        tools instead of ~120 for a sampled guess), then only the tools at or above it
+        are partitioned."""
+        values = self.values
+        if self.slots is not None:
+            return self.slots[top_of_many(values, count)].astype(np.int64, copy=False)
+        assert self.match is not None
+        rare = values[self.match.rare_postings(2 * count)]
+        if len(rare) >= count:
+            cut = np.partition(rare, len(rare) - count)[len(rare) - count]
+            if cut > 0:
+                kept = np.flatnonzero(values >= cut)
+                if len(kept) >= count:  # fewer: a tool counted twice among the rare
+                    return kept[top(values[kept], count)]
+        return top_of_many(values, count)
+
+
 def approximate_pool(
     index: ToolIndex,
     matched: LexicalMatch,
-    hits: npt.NDArray[np.signedinteger[Any]],
-    hit_scores: Floats,
+    lexical_scores: AllowedLexical,
     query: Floats,
     allowed: Allowed,
     share: float,
     size: int,
 ) -> Pool:
-    """Candidates from the graph and from the postings, rescored exactly; see the module.
-    ``hits`` are the allowed slots with a query term, ascending, ``hit_scores`` theirs."""
+    """Candidates from the graph and from the postings, rescored exactly; see the module."""
     per_side = max(math.ceil(CANDIDATES_PER_POOLED * size), CANDIDATES_MIN)
     memo = allowed.memo if allowed.memo is not None else {}
     graph = memo.get("graph")
     if graph is None:  # the graph's length is fixed until the next reload, as is ``allowed``
         graph = memo["graph"] = index.dense.graph_filter(allowed.mask)
     dense_side = index.dense.nearest(query, per_side, graph)
-    lexical_side = hits[top_of_many(hit_scores, per_side)]
+    lexical_side = lexical_scores.top(per_side)
     candidates = union(dense_side, lexical_side)
     dense = index.dense.scores_for(query, candidates)
     lexical = matched.at(candidates)
-    best_lexical = float(np.maximum.reduce(hit_scores)) if len(hit_scores) else 0.0
-    lexical_spread = Spread.sparse(hit_scores, allowed.count, MIN_LEXICAL_SPREAD * best_lexical)
+    lexical_spread = lexical_scores.spread(allowed.count)
     exact = index.dense_moments(query, allowed)
     if exact is not None:
         dense_spread = Spread(exact[0], max(exact[1], MIN_DENSE_SPREAD, 1e-6))

@@ -30,7 +30,7 @@ from pydantic import TypeAdapter
 from .blas import one_thread
 from .embedders import Embedder
 from .errors import UsageError
-from .retrieval import EXACT_SUBSET_MAX, Pool, approximate_pool, exact_pool
+from .retrieval import EXACT_SUBSET_MAX, AllowedLexical, Pool, approximate_pool, exact_pool
 from .selection_cache import MAX_POOL as REMEMBERED_POOL_MAX
 from .selection_cache import MAX_TASK_CHARS as REMEMBERED_TASK_CHARS
 from .selection_cache import Recent
@@ -233,11 +233,8 @@ class Selector:
         query = None
         if self.embedder is not None and index.has_vectors():
             query = self._embedded(task) if query_vector is None else query_vector
-        hits, hit_scores = matched.hits, matched.scores
-        if len(hits) and allowed.count < index.lexical.documents:  # some alive not allowed
-            keep = allowed.mask[hits]
-            hits, hit_scores = hits[keep].astype(np.int64), hit_scores[keep]
-        best = int(hits[hit_scores.argmax()]) if len(hits) else None
+        lexical = AllowedLexical.of(matched, allowed, index.lexical.documents)
+        best = lexical.best
         share = self.ranker.lexical_share(matched.coverage(best) if best is not None else 0.0)
         if (
             query is not None
@@ -245,7 +242,7 @@ class Selector:
             and not self.exact
             and allowed.count > EXACT_SUBSET_MAX
         ):
-            pool = approximate_pool(index, matched, hits, hit_scores, query, allowed, share, size)
+            pool = approximate_pool(index, matched, lexical, query, allowed, share, size)
         else:
             pool = exact_pool(index, matched, query, allowed, share, size)
         return pool, query
