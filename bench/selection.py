@@ -195,6 +195,7 @@ def main() -> None:
     parser.add_argument("--embedder", default="auto")
     parser.add_argument("--lexical-min", type=float, default=None)
     parser.add_argument("--lexical-max", type=float, default=None)
+    parser.add_argument("--twin-cosine", type=float, default=None, help="1 = no twin merging")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--scale", action="store_true", help="speed at scale instead")
     selection_scale.add_arguments(parser)
@@ -207,6 +208,8 @@ def main() -> None:
         overrides["select_lexical_weight_min"] = args.lexical_min
     if args.lexical_max is not None:
         overrides["select_lexical_weight_max"] = args.lexical_max
+    if args.twin_cosine is not None:
+        overrides["select_twin_cosine"] = args.twin_cosine
     settings = replace(Settings(), **overrides)
     print(
         f"# embedder {settings.embedder}; lexical share {settings.select_lexical_weight_min}"

@@ -3,6 +3,8 @@ rankings must not move by a float's last bit."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -154,3 +156,47 @@ def test_allowed_lexical_answers_alike_from_a_sparse_or_a_dense_match(
             )
             assert dense_spread.mean == pytest.approx(spread.mean, rel=1e-5)
             assert dense_spread.spread == pytest.approx(spread.spread, rel=1e-5)
+
+
+def test_near_twins_are_ordered_by_their_vectors_not_their_words() -> None:
+    """Two pooled tools described alike (vectors 0.99 alike) holding the same words of the
+    task: each blends the better one's lexical score, so the one closer in meaning ranks
+    first; a third tool, and every tool when the setting is off, when one retriever alone
+    counts, or when a twin holds a task word the other lacks, keeps its score."""
+    from types import SimpleNamespace
+
+    from tooldb.lexical import BM25Index
+    from tooldb.retrieval import Pool, Spread, blend, merge_twins
+    from tooldb.selection import Weights
+    from tooldb.settings import Settings
+
+    vectors = np.array([[1.0, 0.0, 0.0], [0.99, 0.141, 0.0], [0.0, 0.0, 1.0]], np.float32)
+    index: Any = SimpleNamespace(dense=SimpleNamespace(rows=lambda slots: vectors[slots]))
+    words = BM25Index()
+    for slot, text in enumerate(["image feature vector", "image feature vector", "weather"]):
+        words.add(slot, text)
+    words.add(3, "vector search engine model")
+    dense = np.array([0.50, 0.60, 0.10], np.float32)  # the twin in slot 1 is closer in meaning
+    lexical = np.array([3.0, 1.0, 0.5], np.float32)  # the words prefer slot 0
+    lexical_spread, share = Spread(1.0, 0.5), 0.5
+    fused = blend(dense, lexical, Spread(0.4, 0.1), lexical_spread, share)
+    pool = Pool(np.arange(3), dense, lexical, fused)
+    assert fused.argmax() == 0
+    matched = words.match("feature vector of an image")
+    merged = merge_twins(index, matched, pool, share, lexical_spread, 0.95)
+    assert merged.fused.argmax() == 1
+    assert merged.fused[1] == pytest.approx(fused[1] + share * (3.0 - 1.0) / 0.5)
+    assert merged.fused[0] == fused[0] and merged.fused[2] == fused[2]
+    assert np.array_equal(merged.lexical, lexical)  # the raw scores shown stay the tools' own
+    for cosine, alone in ((1.0, share), (0.999, share), (0.95, 1.0), (0.95, 0.0)):
+        kept = merge_twins(index, matched, pool, alone, lexical_spread, cosine)
+        assert np.array_equal(kept.fused, fused)
+    named = BM25Index()  # slot 0 holds a word of the task that its twin lacks
+    for slot, text in enumerate(["image feature vector mobilenet", "image feature vector"]):
+        named.add(slot, text)
+    named.add(2, "weather")
+    kept = merge_twins(
+        index, named.match("mobilenet image features"), pool, share, lexical_spread, 0.95
+    )
+    assert np.array_equal(kept.fused, fused)
+    assert Weights.from_settings(Settings(select_twin_cosine=0.8)).twin_cosine == 0.8

@@ -393,6 +393,16 @@ class LexicalMatch:
             out[hits] = scores
         return out
 
+    def words_held(self, slots: npt.NDArray[np.integer]) -> npt.NDArray[np.bool_]:
+        """Which of the query's matched terms each of ``slots`` holds: one row per slot,
+        one column per term (binary searches in the postings, which are in slot order)."""
+        held = np.zeros((len(slots), len(self._found)), dtype=bool)
+        for column, (_, postings) in enumerate(self._found):
+            if len(postings):
+                at = np.minimum(postings.searchsorted(slots), len(postings) - 1)
+                held[:, column] = postings[at] == slots
+        return held
+
     def coverage(self, slot: int) -> float:
         """The share of the query's idf mass that the document in ``slot`` contains (0-1).
 

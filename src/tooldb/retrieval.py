@@ -163,6 +163,56 @@ def union(first: Slots, second: Slots) -> Slots:
     return merged[np.concatenate(([True], merged[1:] != merged[:-1]))] if len(merged) else merged
 
 
+#: The pool's best this many (by blended relevance) are checked for near-twins.
+TWIN_TOP = 10
+
+
+def merge_twins(
+    index: ToolIndex,
+    matched: LexicalMatch,
+    pool: Pool,
+    share: float,
+    lexical: Spread,
+    cosine: float,
+) -> Pool:
+    """Near-twins among the pool's best ``TWIN_TOP``: tools whose vectors are at least
+    ``cosine`` alike (descriptions that say the same thing) and that hold the same words
+    of the task. Their BM25 scores then differ only by their documents' wording (a longer
+    description, a word repeated), not by anything the task says: each twin blends the
+    best lexical score among them, so the vectors order them and the group's place is set
+    by its best words. A twin holding a task word the other lacks (a parameter the task
+    names) keeps its own score. On apibench_tfhub, where several MobileNet feature
+    extractors are described alike, the words chose the wrong twin 50 times where the
+    vectors chose right, against 18 times the other way (docs/selection.md)."""
+    if pool.dense is None or cosine >= 1.0 or len(pool.slots) < 2 or not 0 < share < 1:
+        return pool  # nothing to merge, or only one retriever counts
+    best = top(pool.fused, TWIN_TOP) if len(pool.slots) > TWIN_TOP else np.arange(len(pool.slots))
+    rows = index.dense.rows(pool.slots[best])
+    close = np.argwhere(np.triu(rows @ rows.T >= cosine, k=1))
+    if not len(close):
+        return pool
+    held = matched.words_held(pool.slots[best])
+    group = list(range(len(best)))  # union-find over the best's positions
+
+    def root(i: int) -> int:
+        while group[i] != i:
+            i = group[i]
+        return i
+
+    for i, j in close.tolist():
+        if np.array_equal(held[i], held[j]):
+            group[root(j)] = root(i)
+    members: dict[int, list[int]] = {}
+    for i in range(len(best)):
+        members.setdefault(root(i), []).append(int(best[i]))
+    fused = pool.fused.copy()
+    for twins in members.values():
+        if len(twins) > 1:
+            raw = pool.lexical[twins]
+            fused[twins] += share * (raw.max() - raw) / lexical.spread
+    return Pool(pool.slots, pool.dense, pool.lexical, fused)
+
+
 def exact_pool(
     index: ToolIndex,
     matched: LexicalMatch,
@@ -170,6 +220,7 @@ def exact_pool(
     allowed: Allowed,
     share: float,
     size: int,
+    twin_cosine: float = 1.0,
 ) -> Pool:
     """Score every allowed tool. With the graph built (a large registry) only the allowed
     slots are scored, from the float16 matrix; otherwise the whole float32 matrix at once."""
@@ -191,9 +242,10 @@ def exact_pool(
     dense_spread = Spread.of(dense, MIN_DENSE_SPREAD) if dense is not None else None
     fused = blend(dense, lexical, dense_spread, lexical_spread, share)
     chosen = top(fused, size)
-    return Pool(
+    pool = Pool(
         subset[chosen], dense[chosen] if dense is not None else None, lexical[chosen], fused[chosen]
     )
+    return merge_twins(index, matched, pool, share, lexical_spread, twin_cosine)
 
 
 @dataclass(frozen=True)
@@ -266,6 +318,7 @@ def approximate_pool(
     allowed: Allowed,
     share: float,
     size: int,
+    twin_cosine: float = 1.0,
 ) -> Pool:
     """Candidates from the graph and from the postings, rescored exactly; see the module."""
     per_side = max(math.ceil(CANDIDATES_PER_POOLED * size), CANDIDATES_MIN)
@@ -288,4 +341,5 @@ def approximate_pool(
         )
     fused = blend(dense, lexical, dense_spread, lexical_spread, share)
     chosen = top(fused, size)
-    return Pool(candidates[chosen], dense[chosen], lexical[chosen], fused[chosen])
+    pool = Pool(candidates[chosen], dense[chosen], lexical[chosen], fused[chosen])
+    return merge_twins(index, matched, pool, share, lexical_spread, twin_cosine)

@@ -70,6 +70,7 @@ class Weights:
     prior_calls: float
     prior_success: float
     latency_ref_ms: float
+    twin_cosine: float = 1.0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Weights:
@@ -83,6 +84,7 @@ class Weights:
             prior_calls=settings.select_prior_calls,
             prior_success=settings.select_prior_success,
             latency_ref_ms=settings.select_latency_ref_ms,
+            twin_cosine=settings.select_twin_cosine,
         )
 
 
@@ -242,9 +244,13 @@ class Selector:
             and not self.exact
             and allowed.count > EXACT_SUBSET_MAX
         ):
-            pool = approximate_pool(index, matched, lexical, query, allowed, share, size)
+            pool = approximate_pool(
+                index, matched, lexical, query, allowed, share, size, self.ranker.w.twin_cosine
+            )
         else:
-            pool = exact_pool(index, matched, query, allowed, share, size)
+            pool = exact_pool(
+                index, matched, query, allowed, share, size, self.ranker.w.twin_cosine
+            )
         return pool, query
 
     def _rank(self, pooled: Pooled, stats: dict[int, LiveStats], k: int) -> list[Ranked]:

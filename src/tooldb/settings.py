@@ -56,6 +56,9 @@ class Settings:
     select_lexical_weight_max: float = 0.8
     select_coverage_midpoint: float = 0.2
     select_coverage_slope: float = 0.1
+    #: Pooled tools whose vectors are at least this alike are near-twins: the words do not
+    #: order them, the vectors do (retrieval.merge_twins). 1 turns it off.
+    select_twin_cosine: float = 0.85
     select_success_weight: float = 0.3
     select_latency_weight: float = 0.05
     #: Pseudo-calls of prior belief in a new tool's success (smoothing), and that belief.
@@ -175,7 +178,7 @@ _POSITIVE = (
 )  # fmt: skip
 _FRACTIONS = (
     "ooda_low_success_rate", "ooda_alpha", "ooda_degrade_min_drop",
-    "ooda_alternative_min_relevance", "ooda_disable_success_rate",
+    "ooda_alternative_min_relevance", "ooda_disable_success_rate", "select_twin_cosine",
 )  # fmt: skip
 _NOT_NEGATIVE = (
     "ooda_low_success_min_calls", "ooda_degrade_min_calls", "ooda_slow_min_calls",
