@@ -188,6 +188,8 @@ def test_near_twins_are_ordered_by_their_vectors_not_their_words() -> None:
     assert merged.fused[1] == pytest.approx(fused[1] + share * (3.0 - 1.0) / 0.5)
     assert merged.fused[0] == fused[0] and merged.fused[2] == fused[2]
     assert np.array_equal(merged.lexical, lexical)  # the raw scores shown stay the tools' own
+    given = merge_twins(index, matched, pool, share, lexical_spread, 0.95, vectors)  # rows given
+    assert np.array_equal(given.fused, merged.fused)
     for cosine, alone in ((1.0, share), (0.999, share), (0.95, 1.0), (0.95, 0.0)):
         kept = merge_twins(index, matched, pool, alone, lexical_spread, cosine)
         assert np.array_equal(kept.fused, fused)

@@ -174,6 +174,7 @@ def merge_twins(
     share: float,
     lexical: Spread,
     cosine: float,
+    rows: Floats | None = None,
 ) -> Pool:
     """Near-twins among the pool's best ``TWIN_TOP``: tools whose vectors are at least
     ``cosine`` alike (descriptions that say the same thing) and that hold the same words
@@ -187,10 +188,13 @@ def merge_twins(
     if pool.dense is None or cosine >= 1.0 or len(pool.slots) < 2 or not 0 < share < 1:
         return pool  # nothing to merge, or only one retriever counts
     best = top(pool.fused, TWIN_TOP) if len(pool.slots) > TWIN_TOP else np.arange(len(pool.slots))
-    rows = index.dense.rows(pool.slots[best])
-    close = np.argwhere(np.triu(rows @ rows.T >= cosine, k=1))
-    if not len(close):
+    # ``rows``: the pool's vectors, if the caller has them (float16 rows cost ~10 µs)
+    vectors = rows[best] if rows is not None else index.dense.rows(pool.slots[best])
+    alike = vectors @ vectors.T
+    np.fill_diagonal(alike, -1.0)
+    if float(alike.max()) < cosine:  # most selections: no twins
         return pool
+    close = np.argwhere(np.triu(alike >= cosine, k=1))
     held = matched.words_held(pool.slots[best])
     group = list(range(len(best)))  # union-find over the best's positions
 
@@ -329,7 +333,8 @@ def approximate_pool(
     dense_side = index.dense.nearest(query, per_side, graph)
     lexical_side = lexical_scores.top(per_side)
     candidates = union(dense_side, lexical_side)
-    dense = index.dense.scores_for(query, candidates)
+    rows = index.dense.rows(candidates)  # kept: the twins' check reuses the pool's
+    dense = np.asarray(rows @ query, dtype=np.float32)
     lexical = matched.at(candidates)
     lexical_spread = lexical_scores.spread(allowed.count)
     exact = index.dense_moments(query, allowed)
@@ -342,4 +347,4 @@ def approximate_pool(
     fused = blend(dense, lexical, dense_spread, lexical_spread, share)
     chosen = top(fused, size)
     pool = Pool(candidates[chosen], dense[chosen], lexical[chosen], fused[chosen])
-    return merge_twins(index, matched, pool, share, lexical_spread, twin_cosine)
+    return merge_twins(index, matched, pool, share, lexical_spread, twin_cosine, rows[chosen])
