@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
@@ -168,10 +170,19 @@ def test_pool_stats_look_candidates_up_by_primary_key_on_postgresql(postgres_url
         reg.close()
 
 
+def _sqlite_plan(reg: tooldb.Registry, statement: str) -> list[Any]:
+    """SQLite's plan of one of selection's prebuilt statements, for ids 1-3."""
+    import json
+
+    query = reg.store._search_sql[statement]
+    params = query.params({"tenant": reg.tenant, "ids": json.dumps([1, 2, 3])})
+    with reg.store.engine.connect() as conn:
+        return list(conn.exec_driver_sql("EXPLAIN QUERY PLAN " + query.sql, params).all())
+
+
 def test_pool_stats_read_only_the_called_tools_index_on_sqlite(sqlite_url: str) -> None:
     """Most of a pool was never called: its ids are probed in the small index of called
     tools (migration 0005), not each looked up in the wide tools table."""
-    import json
 
     reg = tooldb.open(sqlite_url, settings=Settings(url=sqlite_url, embedder="hash"))
     try:
@@ -183,10 +194,7 @@ def test_pool_stats_read_only_the_called_tools_index_on_sqlite(sqlite_url: str) 
         for name, text in (("t3", "a"), ("t3", "b"), ("t7", "c")):
             reg.call(name, {"text": text})
         store = reg.store
-        query = store._search_sql["pool_stats"]
-        params = query.params({"tenant": reg.tenant, "ids": json.dumps([1, 2, 3])})
-        with store.engine.connect() as conn:
-            plan = conn.exec_driver_sql("EXPLAIN QUERY PLAN " + query.sql, params).all()
+        plan = _sqlite_plan(reg, "pool_stats")
         assert any("ix_tools_called" in row[-1] for row in plan), plan
         ids = [reg.get(name).id for name in ("t1", "t3", "t7", "t9")]
         stats, _ = store.pool_stats(reg.tenant, ids)
@@ -202,7 +210,6 @@ def test_pool_stats_read_only_the_called_tools_index_on_sqlite(sqlite_url: str) 
 def test_live_stats_looks_candidates_up_by_rowid_on_sqlite(sqlite_url: str) -> None:
     """Selection reads the pool's statistics by id; SQLite must not walk the tenant's
     index over all of its tools to do so (the unary plus in search_rows.py)."""
-    import json
 
     reg = tooldb.open(sqlite_url, settings=Settings(url=sqlite_url, embedder="hash"))
     try:
@@ -211,10 +218,7 @@ def test_live_stats_looks_candidates_up_by_rowid_on_sqlite(sqlite_url: str) -> N
             for i in range(30)
         ])  # fmt: skip
         store = reg.store
-        query = store._search_sql["live_stats"]
-        params = query.params({"tenant": reg.tenant, "ids": json.dumps([1, 2, 3])})
-        with store.engine.connect() as conn:
-            plan = conn.exec_driver_sql("EXPLAIN QUERY PLAN " + query.sql, params).all()
+        plan = _sqlite_plan(reg, "live_stats")
         assert any("INTEGER PRIMARY KEY" in row[-1] for row in plan), plan
         assert set(store.live_stats(reg.tenant, [1, 2, 3])) == {1, 2, 3}
         assert store.live_stats("another tenant", [1, 2, 3]) == {}
