@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from tooldb.native_memory import HUGE_PAGE, back_with_huge_pages
 
@@ -37,15 +36,23 @@ def _huge_kib(address: int, size: int) -> int:
     return total
 
 
-@pytest.mark.skipif(not _collapsible(), reason="needs Linux 6.1+ with huge pages allowed")
-def test_a_buffer_in_small_pages_is_collapsed_into_huge_pages() -> None:
+def test_a_buffer_in_small_pages_is_collapsed_into_huge_pages_where_the_kernel_can() -> None:
+    """Linux 6.1+ with huge pages allowed (this machine and CI): the whole 2 MiB pages
+    inside the range become huge pages. Elsewhere the call says it could not, and the
+    buffer stays as it was. Either way the contents are kept."""
     size = 8 * HUGE_PAGE
     region = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # 4 KiB pages
     try:
         region.write(b"x" * size)  # touched: resident in small pages
         address = ctypes.addressof(ctypes.c_char.from_buffer(region))
-        assert back_with_huge_pages(address + 100, size - 200)  # unaligned ends are fine
-        assert _huge_kib(address, size) >= 6 * HUGE_PAGE // 1024  # the whole 2 MiB pages inside
+        assert _huge_kib(address, size) == 0
+        collapsed = back_with_huge_pages(address + 100, size - 200)  # unaligned ends are fine
+        assert collapsed == _collapsible()
+        huge = _huge_kib(address, size)
+        if collapsed:
+            assert huge >= 6 * HUGE_PAGE // 1024  # the whole 2 MiB pages inside
+        else:
+            assert huge == 0
         assert region[:3] == b"xxx" and region[size - 3 :] == b"xxx"  # contents kept
     finally:
         region.close()
