@@ -306,7 +306,7 @@ class LexicalMatch:
     match at a large registry), with per matched term its idf and (ascending) slots.
     Either form answers every question; the sparse one is made from the dense on demand."""
 
-    __slots__ = ("_dense", "_found", "_hits", "_scores", "_total_idf", "score_total")
+    __slots__ = ("_dense", "_found", "_hits", "_scores", "_total", "_total_idf")
 
     def __init__(
         self, hits: Slots, scores: Floats, found: list[tuple[float, Slots]], total_idf: float
@@ -316,7 +316,7 @@ class LexicalMatch:
         self._dense: Floats | None = None
         self._found = found
         self._total_idf = total_idf
-        self.score_total = float(np.add.reduce(scores, dtype=np.float64)) if len(scores) else 0.0
+        self._total: float | None = None
 
     @classmethod
     def of_dense(
@@ -326,8 +326,15 @@ class LexicalMatch:
         match = cls.__new__(cls)
         match._hits = match._scores = None
         match._dense, match._found, match._total_idf = dense, found, total_idf
-        match.score_total = total
+        match._total = total
         return match
+
+    @property
+    def score_total(self) -> float:
+        """The sum of every slot's score (float64)."""
+        if self._total is None:
+            self._total = float(np.add.reduce(self.scores, dtype=np.float64))
+        return self._total
 
     @property
     def hits(self) -> Slots:
@@ -412,9 +419,7 @@ class LexicalMatch:
         """
         if self._total_idf <= 0:
             return 0.0
-        hit = 0.0
-        for idf, slots in self._found:
-            at = int(slots.searchsorted(slot))
-            if at < len(slots) and slots[at] == slot:
-                hit += idf
-        return hit / self._total_idf
+        held = self.words_held(np.array([slot]))[0]
+        return sum(idf for (idf, _), has in zip(self._found, held, strict=True) if has) / (
+            self._total_idf
+        )
