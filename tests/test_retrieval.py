@@ -14,7 +14,7 @@ from hypothesis.extra.numpy import arrays
 from tooldb import dense_sample
 from tooldb.dense_sample import DenseSample
 from tooldb.retrieval import moments, top_of_many, union
-from tooldb.vectors import half_to_float
+from tooldb.vectors import FIXED_SCALE, from_fixed, to_fixed
 
 finite32 = st.floats(-1e4, 1e4, width=32, allow_nan=False, allow_infinity=False)
 
@@ -33,12 +33,24 @@ def test_moments_on_typical_scores() -> None:
             assert moments(values) == (float(values.mean()), float(values.std()))
 
 
-def test_half_to_float_is_astype_for_every_half() -> None:
-    halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
-    rows = halves.reshape(-1, 256)
-    expected = rows.astype(np.float32).view(np.uint32)
-    assert np.array_equal(half_to_float(rows).view(np.uint32), expected)  # NaN payloads too
-    assert half_to_float(rows[:0]).shape == (0, 256)
+def test_fixed_point_round_trips_unit_vectors_within_half_a_step() -> None:
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((200, 384)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    rows[0] = 0.0  # a slot without a vector
+    rows[1, :] = 0.0
+    rows[1, 5], rows[1, 7] = 1.0, -1.0  # the extremes are representable
+    back = from_fixed(to_fixed(rows))
+    assert back.dtype == np.float32 and back.shape == rows.shape
+    assert float(np.abs(back - rows).max()) <= 0.5 / FIXED_SCALE + 1e-7
+    assert not back[0].any() and back[1, 5] == 1.0 and back[1, 7] == -1.0
+    cosines, kept = rows @ rows[2], back @ back[2]
+    assert float(np.abs(cosines - kept).max()) < 1e-4  # as fine as float16 for ranking
+    assert from_fixed(to_fixed(rows[:0])).shape == (0, 384)
+
+
+def test_fixed_point_clips_what_is_not_a_unit_component() -> None:
+    assert to_fixed(np.array([[2.0, -3.0, 0.5]])).tolist() == [[32767, -32767, 16384]]
 
 
 def test_union_is_union1d() -> None:

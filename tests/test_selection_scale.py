@@ -79,7 +79,7 @@ def test_the_graph_is_built_past_the_threshold_and_agrees_with_exact_scoring(
     large.select("warm up", k=1)
     dense = large.selector.index.dense
     assert dense.approximate and dense.method.startswith("hnsw")
-    # float16 vectors plus the graph's 8-bit codes and links
+    # 16-bit fixed-point vectors plus the graph's 8-bit codes and links
     assert TOOLS * 384 * 2 < large.selector.index.nbytes() < TOOLS * 384 * 4
     exact = _exact(large)
     overlaps, firsts = [], []

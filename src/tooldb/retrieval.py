@@ -188,7 +188,7 @@ def merge_twins(
     if pool.dense is None or cosine >= 1.0 or len(pool.slots) < 2 or not 0 < share < 1:
         return pool  # nothing to merge, or only one retriever counts
     best = top(pool.fused, TWIN_TOP) if len(pool.slots) > TWIN_TOP else np.arange(len(pool.slots))
-    # ``rows``: the pool's vectors, if the caller has them (float16 rows cost ~10 µs)
+    # ``rows``: the pool's vectors, if the caller has them (saves a gather and a cast)
     vectors = rows[best] if rows is not None else index.dense.rows(pool.slots[best])
     alike = vectors @ vectors.T
     np.fill_diagonal(alike, -1.0)
@@ -227,7 +227,7 @@ def exact_pool(
     twin_cosine: float = 1.0,
 ) -> Pool:
     """Score every allowed tool. With the graph built (a large registry) only the allowed
-    slots are scored, from the float16 matrix; otherwise the whole float32 matrix at once."""
+    slots are scored, from the 16-bit matrix; otherwise the whole float32 matrix at once."""
     subset = allowed.slots
     every = len(subset) == index.size  # then indexing by ``subset`` would only copy
     if 8 * len(subset) < index.size:

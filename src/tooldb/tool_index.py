@@ -221,7 +221,7 @@ class ToolIndex:
 
     def _settle_moments(self) -> None:
         """Apply the reload's enabled slots and killed rows to the sums (rows read after
-        ``dense.sync``: the values a select scores, float16 past the graph threshold)."""
+        ``dense.sync``: the values a select scores, 16-bit fixed point past the graph threshold)."""
         if self.moments is None:
             return
         if self._moments_added:
