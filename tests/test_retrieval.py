@@ -214,3 +214,100 @@ def test_near_twins_are_ordered_by_their_vectors_not_their_words() -> None:
     )
     assert np.array_equal(kept.fused, fused)
     assert Weights.from_settings(Settings(select_twin_cosine=0.8)).twin_cosine == 0.8
+
+
+def test_the_vectors_vet_the_words_best_match() -> None:
+    from tooldb.retrieval import Mix
+
+    mix = Mix(share=0.6, unrelated_z=0.15, unrelated_share=0.5)
+    assert mix.vetted(0.1) == pytest.approx(0.3)  # the vectors see nothing of the task in it
+    assert mix.vetted(0.15) == 0.6 and mix.vetted(2.0) == 0.6
+    assert mix.vetted(None) == 0.6  # nothing to judge
+    for alone in (0.0, 1.0):  # one retriever alone counts: nothing to vet
+        assert Mix(share=alone, unrelated_z=0.15, unrelated_share=0.5).vetted(-3.0) == alone
+    assert Mix(share=0.6).vetted(-3.0) == 0.6  # the defaults turn the check off
+
+
+def test_a_word_shared_by_coincidence_weighs_less_in_the_pool() -> None:
+    """The task shares one stem ("customer" / "custom") with a tool whose vector is
+    unrelated to it: the words' best match. The pool blends with half the share, so the
+    tool the vectors favour comes first; with the check off, the coincidence wins."""
+    from types import SimpleNamespace
+
+    from tooldb.lexical import BM25Index
+    from tooldb.retrieval import Mix, Spread, blend, exact_pool
+
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((12, 16)).astype(np.float32)
+    query = rng.standard_normal(16).astype(np.float32)
+    vectors[1] = query + 0.3 * vectors[1]  # slot 1 means what the task says
+    vectors[0] = -query + 0.3 * vectors[0]  # slot 0 means nothing like it
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    query /= np.linalg.norm(query)
+    words = BM25Index()
+    words.add(0, "loads a saved module as a layer of your own custom models")
+    words.add(1, "sentiment of opinions in written reviews")
+    for slot in range(2, 12):
+        words.add(slot, f"weather forecast number {slot} for a city")
+    allowed = SimpleNamespace(slots=np.arange(12, dtype=np.int64))
+    dense_index = SimpleNamespace(
+        approximate=False,
+        scores=lambda q, size: vectors[:size] @ q,
+        rows=lambda slots: vectors[slots],
+    )
+    index: Any = SimpleNamespace(size=12, dense=dense_index)
+    matched = words.match("what are my customers saying")
+    lexical = matched.dense(12)
+    assert int(lexical.argmax()) == 0 and lexical[1] == 0  # the words' best: slot 0
+    dense = vectors @ query
+    dense_spread, lexical_spread = Spread.of(dense, 0.02), Spread.of(lexical, 0.05 * lexical[0])
+    assert dense_spread.z(dense[:1])[0] < 0.15
+    vetted = exact_pool(index, matched, query, allowed, Mix(0.8, 1.0, 0.15, 0.5), 3)
+    expected = blend(dense, lexical, dense_spread, lexical_spread, 0.4)
+    assert np.array_equal(vetted.fused, expected[vetted.slots])
+    assert int(vetted.slots[vetted.fused.argmax()]) == 1
+    unvetted = exact_pool(index, matched, query, allowed, Mix(0.8, 1.0, 0.15, 1.0), 3)
+    assert int(unvetted.slots[unvetted.fused.argmax()]) == 0
+    vectors[0] = vectors[1]  # now the vectors agree with the words: the share stays
+    kept = exact_pool(index, matched, query, allowed, Mix(0.8, 1.0, 0.15, 0.5), 3)
+    dense = vectors @ query
+    expected = blend(dense, lexical, Spread.of(dense, 0.02), lexical_spread, 0.8)
+    assert np.array_equal(kept.fused, expected[kept.slots])
+
+
+def test_the_vectors_check_is_a_setting() -> None:
+    from tooldb import Settings, UsageError
+    from tooldb.selection import Weights
+
+    weights = Weights.from_settings(Settings(select_unrelated_z=0.5, select_unrelated_share=0.25))
+    assert (weights.unrelated_z, weights.unrelated_share) == (0.5, 0.25)
+    with pytest.raises(UsageError, match="select_unrelated_share"):
+        Settings(select_unrelated_share=1.5)
+
+
+def test_vectors_that_barely_tell_tools_apart_vet_nothing() -> None:
+    """Two near-identical tools: the one the words prefer is below the average of the two
+    by the vectors, but only by a hair (their spread at its floor): the share stays."""
+    from types import SimpleNamespace
+
+    from tooldb.lexical import BM25Index
+    from tooldb.retrieval import MIN_DENSE_SPREAD, Mix, Spread, blend, exact_pool
+
+    vectors = np.array([[1.0, 0.0], [0.9999, 0.0141]], np.float32)
+    query = np.array([0.999, 0.0447], np.float32)  # a hair closer to slot 1
+    words = BM25Index()
+    words.add(0, "resize an image")
+    words.add(1, "resize an image to a width and height")
+    dense_index = SimpleNamespace(
+        approximate=False, scores=lambda q, size: vectors[:size] @ q, rows=lambda s: vectors[s]
+    )
+    index: Any = SimpleNamespace(size=2, dense=dense_index)
+    allowed = SimpleNamespace(slots=np.arange(2, dtype=np.int64))
+    matched = words.match("resize the image")
+    lexical, dense = matched.dense(2), vectors @ query
+    assert lexical.argmax() == 0 and dense.argmax() == 1
+    assert Spread.of(dense, MIN_DENSE_SPREAD).spread == MIN_DENSE_SPREAD
+    pool = exact_pool(index, matched, query, allowed, Mix(0.8, 1.0, 0.15, 0.5), 2)
+    lexical_spread = Spread.of(lexical, 0.05 * float(lexical.max()))
+    expected = blend(dense, lexical, Spread.of(dense, MIN_DENSE_SPREAD), lexical_spread, 0.8)
+    assert np.array_equal(pool.fused, expected[pool.slots])

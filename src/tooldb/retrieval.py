@@ -100,6 +100,39 @@ def moments(values: Floats) -> tuple[float, float]:
 
 
 @dataclass(frozen=True)
+class Mix:
+    """How a selection blends its two retrievers: the lexical ``share`` the task's coverage
+    asks for, the near-twins' cosine (``merge_twins``), and the vectors' check of the
+    words' best match (``vetted``)."""
+
+    share: float
+    twin_cosine: float = 1.0
+    unrelated_z: float = -math.inf
+    unrelated_share: float = 1.0
+
+    def vetted(self, best_dense_z: float | None) -> float:
+        """The lexical share once the vectors have judged the tool the words rank first:
+        if its cosine is no better than ``unrelated_z`` spreads above the average tool's,
+        the vectors see nothing of the task in it, and a word it shares with the task is
+        more likely a coincidence (a stem two words share: "customer" and "custom") than
+        the point: the share is multiplied by ``unrelated_share``. The check runs one way
+        only: the vectors' best missing the task's words is what a paraphrase looks like.
+        Measured on the seven data sets of bench/selection.py (docs/selection.md)."""
+        if best_dense_z is None or not 0.0 < self.share < 1.0:
+            return self.share  # no words matched, no vectors, or one retriever alone counts
+        return self.share * self.unrelated_share if best_dense_z < self.unrelated_z else self.share
+
+
+def _judged(cosine: float, spread: Spread) -> float | None:
+    """A cosine's z-score for ``Mix.vetted``, or None where the vectors barely tell the
+    tools apart (their spread at its floor: a few near-identical tools), since then no
+    tool is meaningfully above or below the average one."""
+    if spread.spread <= MIN_DENSE_SPREAD:
+        return None
+    return (cosine - spread.mean) / spread.spread
+
+
+@dataclass(frozen=True)
 class Pool:
     """The pooled slots with their raw and fused scores (parallel arrays)."""
 
@@ -222,9 +255,8 @@ def exact_pool(
     matched: LexicalMatch,
     query: Floats | None,
     allowed: Allowed,
-    share: float,
+    mix: Mix,
     size: int,
-    twin_cosine: float = 1.0,
 ) -> Pool:
     """Score every allowed tool. With the graph built (a large registry) only the allowed
     slots are scored, from the 16-bit matrix; otherwise the whole float32 matrix at once."""
@@ -241,15 +273,19 @@ def exact_pool(
     elif query is not None:
         dense = index.dense.scores(query, index.size)
         dense = dense if every else dense[subset]
-    best_lexical = float(np.maximum.reduce(lexical)) if len(lexical) else 0.0
+    best_at = int(lexical.argmax()) if len(lexical) else 0  # the lowest of tied positions
+    best_lexical = float(lexical[best_at]) if len(lexical) else 0.0
     lexical_spread = Spread.of(lexical, MIN_LEXICAL_SPREAD * best_lexical)
     dense_spread = Spread.of(dense, MIN_DENSE_SPREAD) if dense is not None else None
+    share = mix.share
+    if dense is not None and dense_spread is not None and best_lexical > 0:
+        share = mix.vetted(_judged(float(dense[best_at]), dense_spread))
     fused = blend(dense, lexical, dense_spread, lexical_spread, share)
     chosen = top(fused, size)
     pool = Pool(
         subset[chosen], dense[chosen] if dense is not None else None, lexical[chosen], fused[chosen]
     )
-    return merge_twins(index, matched, pool, share, lexical_spread, twin_cosine)
+    return merge_twins(index, matched, pool, share, lexical_spread, mix.twin_cosine)
 
 
 @dataclass(frozen=True)
@@ -320,9 +356,8 @@ def approximate_pool(
     lexical_scores: AllowedLexical,
     query: Floats,
     allowed: Allowed,
-    share: float,
+    mix: Mix,
     size: int,
-    twin_cosine: float = 1.0,
 ) -> Pool:
     """Candidates from the graph and from the postings, rescored exactly; see the module."""
     per_side = max(math.ceil(CANDIDATES_PER_POOLED * size), CANDIDATES_MIN)
@@ -344,7 +379,15 @@ def approximate_pool(
         dense_spread = Spread.of(
             index.sample_scores(query, allowed, DENSE_SAMPLE), MIN_DENSE_SPREAD
         )
+    share = mix.share
+    best = lexical_scores.best
+    if best is not None:  # among the candidates: the lexical side holds the best score
+        at = int(candidates.searchsorted(best))
+        cosine = dense[at] if at < len(candidates) and candidates[at] == best else None
+        if cosine is None:
+            cosine = index.dense.rows(np.array([best], dtype=np.int64))[0] @ query
+        share = mix.vetted(_judged(float(cosine), dense_spread))
     fused = blend(dense, lexical, dense_spread, lexical_spread, share)
     chosen = top(fused, size)
     pool = Pool(candidates[chosen], dense[chosen], lexical[chosen], fused[chosen])
-    return merge_twins(index, matched, pool, share, lexical_spread, twin_cosine, rows[chosen])
+    return merge_twins(index, matched, pool, share, lexical_spread, mix.twin_cosine, rows[chosen])

@@ -30,7 +30,14 @@ from pydantic import TypeAdapter
 from .blas import one_thread
 from .embedders import Embedder
 from .errors import UsageError
-from .retrieval import EXACT_SUBSET_MAX, AllowedLexical, Pool, approximate_pool, exact_pool
+from .retrieval import (
+    EXACT_SUBSET_MAX,
+    AllowedLexical,
+    Mix,
+    Pool,
+    approximate_pool,
+    exact_pool,
+)
 from .selection_cache import MAX_POOL as REMEMBERED_POOL_MAX
 from .selection_cache import MAX_TASK_CHARS as REMEMBERED_TASK_CHARS
 from .selection_cache import Recent
@@ -71,6 +78,8 @@ class Weights:
     prior_success: float
     latency_ref_ms: float
     twin_cosine: float = 1.0
+    unrelated_z: float = -math.inf
+    unrelated_share: float = 1.0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Weights:
@@ -85,6 +94,8 @@ class Weights:
             prior_success=settings.select_prior_success,
             latency_ref_ms=settings.select_latency_ref_ms,
             twin_cosine=settings.select_twin_cosine,
+            unrelated_z=settings.select_unrelated_z,
+            unrelated_share=settings.select_unrelated_share,
         )
 
 
@@ -237,20 +248,22 @@ class Selector:
             query = self._embedded(task) if query_vector is None else query_vector
         lexical = AllowedLexical.of(matched, allowed, index.lexical.documents)
         best = lexical.best
-        share = self.ranker.lexical_share(matched.coverage(best) if best is not None else 0.0)
+        w = self.ranker.w
+        mix = Mix(
+            share=self.ranker.lexical_share(matched.coverage(best) if best is not None else 0.0),
+            twin_cosine=w.twin_cosine,
+            unrelated_z=w.unrelated_z,
+            unrelated_share=w.unrelated_share,
+        )
         if (
             query is not None
             and index.dense.approximate
             and not self.exact
             and allowed.count > EXACT_SUBSET_MAX
         ):
-            pool = approximate_pool(
-                index, matched, lexical, query, allowed, share, size, self.ranker.w.twin_cosine
-            )
+            pool = approximate_pool(index, matched, lexical, query, allowed, mix, size)
         else:
-            pool = exact_pool(
-                index, matched, query, allowed, share, size, self.ranker.w.twin_cosine
-            )
+            pool = exact_pool(index, matched, query, allowed, mix, size)
         return pool, query
 
     def _rank(self, pooled: Pooled, stats: dict[int, LiveStats], k: int) -> list[Ranked]:

@@ -59,6 +59,11 @@ class Settings:
     #: Pooled tools whose vectors are at least this alike are near-twins: the words do not
     #: order them, the vectors do (retrieval.merge_twins). 1 turns it off.
     select_twin_cosine: float = 0.85
+    #: The vectors' check of the words' best match: if its cosine is less than this many
+    #: spreads above the average tool's, the lexical share is multiplied by
+    #: ``select_unrelated_share`` (retrieval.Mix.vetted); a share of 1 turns the check off.
+    select_unrelated_z: float = 0.15
+    select_unrelated_share: float = 0.5
     select_success_weight: float = 0.3
     select_latency_weight: float = 0.05
     #: Pseudo-calls of prior belief in a new tool's success (smoothing), and that belief.
@@ -179,6 +184,7 @@ _POSITIVE = (
 _FRACTIONS = (
     "ooda_low_success_rate", "ooda_alpha", "ooda_degrade_min_drop",
     "ooda_alternative_min_relevance", "ooda_disable_success_rate", "select_twin_cosine",
+    "select_unrelated_share",
 )  # fmt: skip
 _NOT_NEGATIVE = (
     "ooda_low_success_min_calls", "ooda_degrade_min_calls", "ooda_slow_min_calls",
