@@ -30,10 +30,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from selection import tool_spec  # noqa: E402
 from selection_scale import CachedEmbedder  # noqa: E402
-from tooldb import ann  # noqa: E402
 from tooldb.embedders import open_embedder  # noqa: E402
 from tooldb.errors import DefinitionError  # noqa: E402
-from tooldb.tooltext import tool_document  # noqa: E402
+from tooldb.selection import ann  # noqa: E402
+from tooldb.selection.documents import tool_document  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 RECIPES = ((16, 64), (16, 128), (32, 64))  # (M, efConstruction)

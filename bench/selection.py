@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT / "src"))
 import tooldb  # noqa: E402
 from tooldb import Settings  # noqa: E402
 from tooldb.errors import DefinitionError  # noqa: E402
-from tooldb.manifests import spec_from_mapping  # noqa: E402
-from tooldb.selection import Filters, Selector, Weights  # noqa: E402
+from tooldb.registry.manifests import spec_from_mapping  # noqa: E402
+from tooldb.selection.select import Filters, Selector, Weights  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 import selection_scale  # noqa: E402

@@ -38,9 +38,9 @@ import tooldb
 from tooldb import Registry, Settings
 from tooldb.embedders import Embedder, open_embedder
 from tooldb.embedders.local import cache_dir
-from tooldb.manifests import spec_from_mapping
-from tooldb.selection import Filters, Selector, Weights
-from tooldb.selection_cache import Recent
+from tooldb.registry.manifests import spec_from_mapping
+from tooldb.selection.cache import Recent
+from tooldb.selection.select import Filters, Selector, Weights
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _support import DEFAULT_PG_URL, temporary_database

@@ -10,7 +10,7 @@ from pathlib import Path
 import tooldb
 from tooldb import Registry, Settings, ToolKind
 from tooldb.executors.mcp import McpExecutor
-from tooldb.mcp_sessions import SessionManager
+from tooldb.mcp.sessions import SessionManager
 
 ROOT = Path(__file__).resolve().parent.parent
 TIME_SERVER = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tooldb import Registry
-from tooldb.selection import Filters, Selector, Weights
+from tooldb.selection.index import ToolIndex
+from tooldb.selection.select import Filters, Selector, Weights
 from tooldb.stores import LiveStats, Store, TenantState
-from tooldb.tool_index import ToolIndex
 
 WINDOW_S = 86_400.0
 

@@ -11,8 +11,8 @@ import pytest
 
 import tooldb
 from tooldb import Settings
-from tooldb.blas import blas_threads, find_openblas, one_thread
-from tooldb.vectors import DenseIndex
+from tooldb.selection.blas import blas_threads, find_openblas, one_thread
+from tooldb.selection.vectors import DenseIndex
 
 
 def test_numpys_openblas_is_found() -> None:

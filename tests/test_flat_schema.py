@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tooldb.binding import Binder, _validator, normalize_parameters
+from tooldb.binding.flat import compile_flat
 from tooldb.errors import ArgumentError
-from tooldb.flat_schema import compile_flat
 
 TYPES = ["string", "integer", "number", "boolean", "null", "array", "object"]
 plain = st.one_of(

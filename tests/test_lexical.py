@@ -10,9 +10,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from tooldb import lexical
-from tooldb.lexical import K1, B, BM25Index, query_terms
-from tooldb.tooltext import terms
+from tooldb.selection import lexical
+from tooldb.selection.documents import terms
+from tooldb.selection.lexical import K1, B, BM25Index, query_terms
 
 _VOCABULARY = (
     "weather forecast city rain wind currency convert money rate email send message flight "

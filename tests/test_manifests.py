@@ -11,7 +11,7 @@ import yaml
 
 import tooldb
 from tooldb import DefinitionError, Registry, Returns, ToolKind, UsageError
-from tooldb.manifests import MAX_REPORTED, read_manifest, spec_from_mapping
+from tooldb.registry.manifests import MAX_REPORTED, read_manifest, spec_from_mapping
 
 SQL = "'; DROP TABLE tools; --"
 

@@ -29,7 +29,7 @@ from tooldb import (
     UsageError,
 )
 from tooldb.cli import app
-from tooldb.mcp_sessions import SessionManager
+from tooldb.mcp.sessions import SessionManager
 
 from .mcp_support import (
     GIT_SERVER,

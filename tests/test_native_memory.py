@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tooldb.native_memory import HUGE_PAGE, back_with_huge_pages
+from tooldb.selection.native_memory import HUGE_PAGE, back_with_huge_pages
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 

@@ -18,7 +18,7 @@ import tooldb
 from tooldb import ArgumentError, DefinitionError, Registry, Settings, UsageError
 from tooldb.cli import app
 from tooldb.examples.pets_server import SPEC, PetsServer
-from tooldb.openapi import read_openapi
+from tooldb.openapi.importer import read_openapi
 
 PETS = yaml.safe_load(SPEC.read_text())
 SECRETS = {"BEARER_AUTH": "s3cret-token", "HEADER_KEY": "k3y-value", "QUERY_KEY": "k3y-value"}

@@ -16,7 +16,7 @@ from tooldb.agents import AgentLoop, run_task
 from tooldb.errors import ExecutionError, NotFound, UsageError
 from tooldb.models import FunctionModel, Message, ScriptedModel, ToolSchema, call
 from tooldb.models.base import ToolChoice
-from tooldb.provenance_export import push, quote, to_cypher
+from tooldb.provenance.export import push, quote, to_cypher
 
 
 @pytest.fixture

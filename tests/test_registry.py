@@ -296,7 +296,7 @@ def test_tools_read_for_a_toolbox_are_bound_at_their_first_call(
 ) -> None:
     """A run reads the offered tools' records in one go and may call one of them: each
     binder is made at the tool's first call, from the kept record (no second read)."""
-    import tooldb.calls
+    import tooldb.registry.calls
 
     registry.add(*[
         {"name": f"t{i}", "description": f"tool {i}", "target": "tests.sample_tools:echo",
@@ -304,9 +304,11 @@ def test_tools_read_for_a_toolbox_are_bound_at_their_first_call(
         for i in range(8)
     ])  # fmt: skip
     made: list[str] = []
-    real = tooldb.calls.Binder
+    real = tooldb.registry.calls.Binder
     monkeypatch.setattr(
-        tooldb.calls, "Binder", lambda name, schema: made.append(name) or real(name, schema)
+        tooldb.registry.calls,
+        "Binder",
+        lambda name, schema: made.append(name) or real(name, schema),
     )
     assert len(registry.current_tools([f"t{i}" for i in range(8)])) == 8
     assert made == []

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from tooldb import dense_sample
-from tooldb.dense_sample import DenseSample
-from tooldb.retrieval import moments, top_of_many, union
-from tooldb.vectors import FIXED_SCALE, from_fixed, to_fixed
+from tooldb.selection import dense_sample
+from tooldb.selection.dense_sample import DenseSample
+from tooldb.selection.retrieval import moments, top_of_many, union
+from tooldb.selection.vectors import FIXED_SCALE, from_fixed, to_fixed
 
 finite32 = st.floats(-1e4, 1e4, width=32, allow_nan=False, allow_infinity=False)
 
@@ -134,10 +134,10 @@ def test_allowed_lexical_answers_alike_from_a_sparse_or_a_dense_match(
     match, with or without a filter, and a dense top never offers an unmatched tool."""
     import random
 
-    from tooldb import lexical
-    from tooldb.lexical import BM25Index
-    from tooldb.retrieval import AllowedLexical
-    from tooldb.tool_index import Allowed
+    from tooldb.selection import lexical
+    from tooldb.selection.index import Allowed
+    from tooldb.selection.lexical import BM25Index
+    from tooldb.selection.retrieval import AllowedLexical
 
     rng = random.Random(11)
     common = [f"common{i}" for i in range(20)]
@@ -177,9 +177,9 @@ def test_near_twins_are_ordered_by_their_vectors_not_their_words() -> None:
     counts, or when a twin holds a task word the other lacks, keeps its score."""
     from types import SimpleNamespace
 
-    from tooldb.lexical import BM25Index
-    from tooldb.retrieval import Pool, Spread, blend, merge_twins
-    from tooldb.selection import Weights
+    from tooldb.selection.lexical import BM25Index
+    from tooldb.selection.retrieval import Pool, Spread, blend, merge_twins
+    from tooldb.selection.select import Weights
     from tooldb.settings import Settings
 
     vectors = np.array([[1.0, 0.0, 0.0], [0.99, 0.141, 0.0], [0.0, 0.0, 1.0]], np.float32)
@@ -217,7 +217,7 @@ def test_near_twins_are_ordered_by_their_vectors_not_their_words() -> None:
 
 
 def test_the_vectors_vet_the_words_best_match() -> None:
-    from tooldb.retrieval import Mix
+    from tooldb.selection.retrieval import Mix
 
     mix = Mix(share=0.6, unrelated_z=0.15, unrelated_share=0.5)
     assert mix.vetted(0.1) == pytest.approx(0.3)  # the vectors see nothing of the task in it
@@ -234,8 +234,8 @@ def test_a_word_shared_by_coincidence_weighs_less_in_the_pool() -> None:
     tool the vectors favour comes first; with the check off, the coincidence wins."""
     from types import SimpleNamespace
 
-    from tooldb.lexical import BM25Index
-    from tooldb.retrieval import Mix, Spread, blend, exact_pool
+    from tooldb.selection.lexical import BM25Index
+    from tooldb.selection.retrieval import Mix, Spread, blend, exact_pool
 
     rng = np.random.default_rng(5)
     vectors = rng.standard_normal((12, 16)).astype(np.float32)
@@ -277,7 +277,7 @@ def test_a_word_shared_by_coincidence_weighs_less_in_the_pool() -> None:
 
 def test_the_vectors_check_is_a_setting() -> None:
     from tooldb import Settings, UsageError
-    from tooldb.selection import Weights
+    from tooldb.selection.select import Weights
 
     weights = Weights.from_settings(Settings(select_unrelated_z=0.5, select_unrelated_share=0.25))
     assert (weights.unrelated_z, weights.unrelated_share) == (0.5, 0.25)
@@ -290,8 +290,8 @@ def test_vectors_that_barely_tell_tools_apart_vet_nothing() -> None:
     by the vectors, but only by a hair (their spread at its floor): the share stays."""
     from types import SimpleNamespace
 
-    from tooldb.lexical import BM25Index
-    from tooldb.retrieval import MIN_DENSE_SPREAD, Mix, Spread, blend, exact_pool
+    from tooldb.selection.lexical import BM25Index
+    from tooldb.selection.retrieval import MIN_DENSE_SPREAD, Mix, Spread, blend, exact_pool
 
     vectors = np.array([[1.0, 0.0], [0.9999, 0.0141]], np.float32)
     query = np.array([0.999, 0.0447], np.float32)  # a hair closer to slot 1

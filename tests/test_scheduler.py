@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tooldb import UsageError
-from tooldb.scheduler import Every
+from tooldb.ooda.scheduler import Every
 from tooldb.stores import open_store
 
 from .mcp_support import ROOT, wait_until

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 import tooldb
-from tooldb import Registry, Settings, UsageError, tool_index
-from tooldb.manifests import spec_from_mapping
+from tooldb import Registry, Settings, UsageError
+from tooldb.registry.manifests import spec_from_mapping
+from tooldb.selection import index as tool_index
 from tooldb.stores import TenantState
 from tooldb.types import ToolSpec
 

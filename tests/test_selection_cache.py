@@ -10,9 +10,9 @@ import pytest
 
 import tooldb
 from tooldb import Registry
-from tooldb.manifests import spec_from_mapping
-from tooldb.selection import Filters
-from tooldb.selection_cache import MAX_TASK_CHARS, Recent
+from tooldb.registry.manifests import spec_from_mapping
+from tooldb.selection.cache import MAX_TASK_CHARS, Recent
+from tooldb.selection.select import Filters
 
 TOOLS = [
     ("resize_image", "media", "Resize an image to a width and height."),
@@ -155,8 +155,8 @@ def test_recent_keeps_the_most_recently_used() -> None:
 def test_ranking_a_ready_order_equals_sorting_the_whole_pool(registry: Registry) -> None:
     """``Selector._rank`` applies the called tools' statistics to the pool's ready order;
     the answer must be the full sort's (final, then relevance, then name), ties included."""
-    from tooldb.retrieval import Pool
-    from tooldb.selection import Pooled, _scaled
+    from tooldb.selection.retrieval import Pool
+    from tooldb.selection.select import Pooled, _scaled
     from tooldb.stores.search_rows import LiveStats
 
     selector = registry.selector

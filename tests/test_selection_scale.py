@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 import tooldb
-from tooldb import Registry, Settings, ann
-from tooldb.manifests import spec_from_mapping
-from tooldb.selection import Filters, Selector, Weights
+from tooldb import Registry, Settings
+from tooldb.registry.manifests import spec_from_mapping
+from tooldb.selection import ann
+from tooldb.selection.select import Filters, Selector, Weights
 from tooldb.types import ToolSpec
 
 pytest.importorskip("faiss")
@@ -61,7 +62,7 @@ def large(store_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> It
     monkeypatch.setenv("TOOLDB_CACHE_DIR", str(tmp_path / "cache"))  # saved graphs go here
     # Serve unfiltered selections approximately even at this size (the default switch to
     # exact scoring of a filtered subset is 5,000 tools).
-    monkeypatch.setattr("tooldb.selection.EXACT_SUBSET_MAX", 300)
+    monkeypatch.setattr("tooldb.selection.select.EXACT_SUBSET_MAX", 300)
     settings = Settings(embedder="hash", url=store_url, select_ann_min_tools=ANN_MIN)
     with tooldb.open(store_url, settings=settings) as registry:
         registry.register(_tools(TOOLS))

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tooldb.significance import (
+from tooldb.ooda.significance import (
     Moments,
     fisher_greater,
     holm,

@@ -15,7 +15,7 @@ from tooldb import Registry, Settings
 from tooldb.agents import AgentLoop, run_task
 from tooldb.errors import DefinitionError, NotFound
 from tooldb.models import ScriptedModel, call
-from tooldb.skills import read_skills
+from tooldb.registry.skills import read_skills
 from tooldb.types import Access, RunStatus
 
 MATH = """---

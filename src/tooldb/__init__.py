@@ -16,7 +16,7 @@ registry.ooda(dry_run=True)       # OodaReport: figures, findings, the acts it w
 
 from __future__ import annotations
 
-from .agents import AgentLoop, Limits, Router, run_task
+from .agents import RUNTIME, AgentLoop, Limits, Router, run_task
 from .binding import Binder, normalize_parameters
 from .decorators import tool
 from .errors import (
@@ -43,9 +43,9 @@ from .models import (
     Usage,
     load_model,
 )
-from .ooda_types import Act, Finding, FindingKind, OodaReport
-from .provenance import Explanation, GraphEdge, GraphNode, ProvenanceGraph, Trace
-from .registry import Registry, open_registry
+from .ooda.types import Act, Finding, FindingKind, OodaReport
+from .provenance.graph import Explanation, GraphEdge, GraphNode, ProvenanceGraph, Trace
+from .registry import Registry, open_registry, use_agent_runtime
 from .settings import Settings
 from .types import (
     Access,
@@ -70,6 +70,9 @@ from .types import (
     ToolUse,
     ToolVersion,
 )
+
+# The composition root: the registry runs agents through the layer above it.
+use_agent_runtime(RUNTIME)
 
 open = open_registry
 

@@ -1,4 +1,5 @@
-"""Named event loops in daemon threads, one per name per process.
+"""Running coroutines from synchronous code: named event loops in daemon threads, one per
+name per process, and ``run_sync`` for one coroutine from anywhere.
 
 Sync callers use them to run coroutines even from inside someone else's running loop
 (async Python tools), and long-lived async resources live on one (MCP sessions must be
@@ -9,11 +10,12 @@ threads do not exist there.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import threading
 from collections.abc import Coroutine
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 _T = TypeVar("_T")
 
@@ -50,3 +52,32 @@ def background_loop(name: str) -> BackgroundLoop:
         if loop is None:
             loop = _LOOPS[name] = BackgroundLoop(name)
         return loop
+
+
+def run_sync(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run a coroutine to completion from synchronous code, even inside a running loop
+    (then on a fresh loop in a helper thread, as ``Registry.call`` does for async tools)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_boxed(coroutine)).value
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tooldb-many") as helper:
+        return helper.submit(asyncio.run, _boxed(coroutine)).result().value
+
+
+class _Box(Generic[_T]):
+    """The result, behind a constant ``repr``: on the main thread ``asyncio.run`` restores
+    SIGINT's handler, and the signal module's enum conversion then formats the repr of
+    the finished task, result included (1-3 ms for an agent run's RunResult)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: _T) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<result>"
+
+
+async def _boxed(coroutine: Coroutine[Any, Any, _T]) -> _Box[_T]:
+    return _Box(await coroutine)

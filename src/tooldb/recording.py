@@ -22,8 +22,8 @@ from pydantic_core import to_jsonable_python
 
 from .execution import Outcome
 from .settings import Settings
-from .storable import storable_text
 from .stores import RunMessages, Store
+from .stores.storable import storable_text
 from .types import ErrorKind, Selection, ToolRecord, ToolResult
 
 

@@ -18,10 +18,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..background_loop import run_sync
 from ..context import enter_call, leave_call
 from ..errors import ArgumentError, ModelError, ToolDBError
 from ..models.base import Message, Model, ModelTurn, ToolCall, ToolChoice
-from ..parallel import run_sync
 from ..recording import HeldRecords
 from ..types import LoopContext, RunResult, RunStatus, SkillSpec, ToolRecord, ToolResult, ToolUse
 from . import builtins

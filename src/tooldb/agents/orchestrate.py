@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..context import current_context
 from ..errors import ExecutionError, UsageError
 from ..executors import Rendered
+from ..executors.agent import agent_tool_parameters
 from ..models import load_model
 from ..types import AgentSpec, RunResult, RunStatus
 from .limits import Limits
@@ -35,6 +36,8 @@ from .router import Router
 
 if TYPE_CHECKING:
     from ..registry import Registry
+
+__all__ = ["AgentStatusError", "agent_tool_parameters", "run_agent_tool", "status_of"]
 
 STATUSES = ("success", "error", "needs_retry")
 #: The agents running in this call chain, outermost first.
@@ -48,22 +51,6 @@ class AgentStatusError(ExecutionError):
     def __init__(self, message: str, data: dict[str, Any]) -> None:
         super().__init__(message)
         self.data = data
-
-
-def agent_tool_parameters() -> dict[str, Any]:
-    """The schema every agent tool takes."""
-    return {
-        "type": "object",
-        "properties": {
-            "task": {"type": "string", "description": "What the agent should do, in words."},
-            "context": {
-                "type": "object",
-                "description": "Facts the agent needs that the task does not say.",
-            },
-        },
-        "required": ["task"],
-        "additionalProperties": False,
-    }
 
 
 async def run_agent_tool(registry: Registry, agent: str, arguments: dict[str, Any]) -> Rendered:

@@ -17,9 +17,9 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
+from ..background_loop import run_sync
 from ..errors import ArgumentError, ModelError, NotFound, ToolDisabled, UsageError
 from ..models.base import Message, Model, ToolCall, ToolChoice, ToolSchema
-from ..parallel import run_sync
 from ..types import RunResult, RunStatus, ToolUse
 from .extract import extract_arguments
 from .run_log import RunLog

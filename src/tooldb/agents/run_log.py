@@ -16,8 +16,8 @@ from typing import Any
 from pydantic_core import PydanticSerializationError
 
 from ..models.base import Message
-from ..storable import storable_text, storable_value
 from ..stores import MessageRow, RunMessages, Store
+from ..stores.storable import storable_text, storable_value
 from ..types import RunResult, RunStatus
 
 MAX_TASK_CHARS = 100_000

@@ -19,6 +19,7 @@ from ..types import ToolKind, ToolRecord, ToolSpec
 
 if TYPE_CHECKING:
     from ..settings import Settings
+    from .agent import AgentRunner
 
 
 @dataclass(frozen=True)
@@ -68,12 +69,16 @@ class Blocking(Protocol):
 
 
 def default_executors(
-    settings: Settings | None = None, store_url: str | None = None
+    settings: Settings | None = None,
+    store_url: str | None = None,
+    agent_runner: AgentRunner | None = None,
 ) -> dict[ToolKind, Executor]:
     """The executors for every kind this installation can run.
 
     ``settings`` and ``store_url`` (the registry's own database, unmasked) configure
     the kinds that need them: SQL tools reach named connections and the registry.
+    ``agent_runner`` runs ``agent`` tools: the agent layer sits above the executors,
+    so the registry hands its runner down instead of this package importing it.
     """
     from ..settings import Settings
     from .agent import AgentExecutor
@@ -90,7 +95,7 @@ def default_executors(
         ToolKind.SCRIPT: ScriptExecutor(forkserver=settings.script_forkserver),
         ToolKind.MCP: McpExecutor(),
         ToolKind.HTTP: HttpExecutor(settings),
-        ToolKind.AGENT: AgentExecutor(),
+        ToolKind.AGENT: AgentExecutor(agent_runner),
     }
 
 

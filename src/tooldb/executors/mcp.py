@@ -17,8 +17,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DefinitionError, ExecutionError
-from ..mcp_config import ServerConfig
-from ..mcp_sessions import SDK_HINT, SessionManager, sdk_available
+from ..mcp.config import ServerConfig
+from ..mcp.sessions import SDK_HINT, SessionManager, sdk_available
 from ..types import ToolKind, ToolRecord, ToolSpec
 from . import Rendered
 

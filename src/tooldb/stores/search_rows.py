@@ -21,9 +21,9 @@ import pydantic_core
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..storable import storable_value
 from .prebuilt import Prebuilt
 from .schema import decisions, tenant_state, tool_search, tools
+from .storable import storable_value
 
 
 class TenantState(NamedTuple):

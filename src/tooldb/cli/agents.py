@@ -1,0 +1,206 @@
+"""Agent commands of the ``tooldb`` CLI: ``run``, ``runs``, ``add skill``, ``add agent``,
+``skills``, ``agents``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import UsageError
+from ..types import RunResult, RunStatus
+from . import (
+    JsonOpt,
+    _errors,
+    _ms,
+    _out,
+    _print_json,
+    _registry,
+    _table,
+    _text,
+    _when,
+    add_app,
+    app,
+)
+
+
+@app.command()
+def run(
+    task: Annotated[
+        list[str],
+        typer.Argument(help="The task in plain language; or 'show RUN_ID' to print a run."),
+    ],
+    agent: Annotated[str | None, typer.Option(help="Run as this registered agent.")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help="provider:model (e.g. openai:gpt-4o-mini); default: the setting."),
+    ] = None,
+    tool_choice: Annotated[
+        str | None, typer.Option(help="auto | required | required:TOOL | none (LLM loop only).")
+    ] = None,
+    k: Annotated[int, typer.Option("-k", "--k", min=1, help="Router: candidates to try.")] = 5,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a task: the LLM tool-calling loop with a model, the router (no LLM) without.
+
+    Exit code 0 when the run succeeds, 1 when it fails or stops at a limit (partial).
+    """
+    if len(task) == 2 and task[0] == "show":
+        return show_run(task[1], as_json)
+    from ..agents import run_task
+
+    text = " ".join(task)
+    with _registry(as_json) as registry, _errors():
+        result = run_task(registry, text, agent=agent, model=model, tool_choice=tool_choice, k=k)
+    if as_json:
+        _print_json(_result_json(result))
+    else:
+        _print_result(result)
+    if result.status is not RunStatus.SUCCESS:
+        raise typer.Exit(1)
+
+
+def show_run(run_id: str, as_json: bool) -> None:
+    from ..errors import NotFound
+
+    with _registry(as_json) as registry, _errors():
+        details = registry.store.get_run_details(registry.tenant, run_id)
+        if details is None:
+            raise NotFound(f"no run {run_id!r} in tenant {registry.tenant!r}")
+        messages = registry.store.run_messages(run_id)
+        children = registry.store.list_runs(registry.tenant, parent_run_id=run_id, limit=1000)
+    details["messages"] = messages
+    details["children"] = [child.id for child in children]
+    if as_json:
+        _print_json(details)
+        return
+    _out.print(f"run {details['id']}  {details['status']}  ({details['mode']}"
+               f"{', ' + details['model'] if details['model'] else ''})")  # fmt: skip
+    _out.print(f"task: {_text(details['task'])}")
+    if details["parent_run_id"]:
+        _out.print(f"parent: {details['parent_run_id']}")
+    for message in messages:
+        role = message["role"]
+        if message.get("content"):
+            _out.print(f"[{message['iteration']}] {role}: {_text(message['content'][:500])}")
+        for call in message.get("tool_calls") or []:
+            _out.print(f"[{message['iteration']}] {role} calls {_text(call['name'])}"
+                       f"({_text(call.get('arguments', '{}')[:200])})")  # fmt: skip
+    if details["requires_review"]:
+        _out.print(f"requires review: {_text(details['review_reason'] or '')}")
+    for child in children:
+        _out.print(f"child run {child.id} {child.status.value}")
+
+
+@app.command()
+def runs(
+    action: Annotated[
+        list[str] | None, typer.Argument(help="'show RUN_ID' prints one run; nothing lists runs.")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=0, help="How many, newest first.")] = 20,
+    status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recent agent runs, newest first; ``tooldb runs show RUN_ID`` prints one."""
+    if action:
+        if len(action) != 2 or action[0] != "show":
+            with _errors():
+                raise UsageError(f"expected 'tooldb runs show RUN_ID', got {' '.join(action)!r}")
+        return show_run(action[1], as_json)
+    with _registry(as_json) as registry:
+        records = registry.store.list_runs(registry.tenant, status=status, limit=limit)
+    if as_json:
+        _print_json({"runs": [r.model_dump(mode="json") for r in records]})
+        return
+    table = _table("id", "started", "status", "mode", "calls", "ms", "task")
+    for r in records:
+        took = (r.ended_at - r.started_at) * 1000 if r.ended_at else None
+        table.add_row(r.id[:12], _when(r.started_at), r.status.value, r.mode, str(r.tool_calls),
+                      _ms(took) if took is not None else "-", _text(r.task[:60]))  # fmt: skip
+    _out.print(table)
+
+
+@add_app.command("skill")
+def add_skill(
+    path: Annotated[Path, typer.Argument(help="A SKILL.md file or a folder of them.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Register skills from SKILL.md files (YAML front matter + instructions)."""
+    with _registry(as_json) as registry, _errors():
+        changed = registry.add_skill(path)
+    if as_json:
+        _print_json({"changed": changed})
+    else:
+        _out.print(f"{len(changed)} skill(s) new or changed: {', '.join(changed) or '-'}")
+
+
+@add_app.command("agent")
+def add_agent(
+    file: Annotated[Path, typer.Argument(help="Agent YAML: name, instructions, model, skills...")],
+    as_tool: Annotated[
+        bool,
+        typer.Option("--as-tool", help="Also register it as a tool (kind agent) others can call."),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Register an agent definition (with --as-tool or `as_tool: true`, also as a tool)."""
+    from ..registry.skills import read_agent
+
+    with _registry(as_json) as registry, _errors():
+        spec = read_agent(file)
+        if as_tool and not spec.as_tool:
+            spec = spec.model_copy(update={"as_tool": True})
+        changed = registry.add_agent(spec)
+    if as_json:
+        _print_json({"agent": spec.name, "changed": changed, "as_tool": spec.as_tool})
+    else:
+        suffix = " (and as a tool)" if spec.as_tool else ""
+        _out.print(f"agent {spec.name} {'registered' if changed else 'unchanged'}{suffix}")
+
+
+@app.command()
+def skills(as_json: JsonOpt = False) -> None:
+    """Registered skills."""
+    with _registry(as_json) as registry:
+        specs = registry.skills()
+    if as_json:
+        _print_json({"skills": [s.model_dump(mode="json") for s in specs]})
+        return
+    table = _table("name", "tools", "depends on", "description")
+    for s in specs:
+        tools = ", ".join(f"{t.name}:{t.access.value}" for t in s.tools)
+        table.add_row(_text(s.name), _text(tools), ", ".join(s.depends_on), _text(s.description))
+    _out.print(table)
+
+
+@app.command()
+def agents(as_json: JsonOpt = False) -> None:
+    """Registered agents."""
+    with _registry(as_json) as registry:
+        specs = registry.agents()
+    if as_json:
+        _print_json({"agents": [s.model_dump(mode="json") for s in specs]})
+        return
+    table = _table("name", "model", "skills", "description")
+    for s in specs:
+        table.add_row(_text(s.name), s.model or "(router)", ", ".join(s.skills),
+                      _text(s.description or s.instructions[:60]))  # fmt: skip
+    _out.print(table)
+
+
+def _result_json(result: RunResult) -> dict[str, Any]:
+    data = result.model_dump(mode="json", exclude={"data"})
+    return data
+
+
+def _print_result(result: RunResult) -> None:
+    for use in result.tool_calls:
+        mark = "ok" if use.success else "failed"
+        sys.stderr.write(f"  {use.tool} {mark}{'' if use.success else ': ' + (use.error or '')}\n")
+    if result.output:
+        _out.print(_text(result.output))
+    if result.status is not RunStatus.SUCCESS:
+        reason = result.review_reason or result.error or ""
+        sys.stderr.write(f"run {result.run_id} {result.status.value}: {reason}\n")
