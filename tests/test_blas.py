@@ -1,5 +1,5 @@
-"""Selection's matrix products run on one OpenBLAS thread, and the process's thread
-count is back as it was afterwards (blas.py)."""
+"""Selection's matrix products run on one BLAS thread, and the process's thread count
+is back as it was afterwards (selection/blas.py, through threadpoolctl)."""
 
 from __future__ import annotations
 
@@ -11,26 +11,27 @@ import pytest
 
 import tooldb
 from tooldb import Settings
-from tooldb.selection.blas import blas_threads, find_openblas, one_thread
+from tooldb.selection.blas import blas_libraries, blas_threads, one_thread, set_threads
 from tooldb.selection.vectors import DenseIndex
 
 
 def test_numpys_openblas_is_found() -> None:
     """numpy's wheels bundle OpenBLAS: if discovery finds nothing, the cap does nothing."""
     assert any("openblas" in str(info).lower() for info in np.show_config("dicts").values())
-    assert find_openblas(), "numpy's OpenBLAS was not found among the loaded libraries"
+    found = [library.internal_api for library in blas_libraries()]
+    assert "openblas" in found, f"numpy's OpenBLAS was not found among the loaded ones: {found}"
 
 
 @pytest.fixture
 def two_threads() -> object:
     """Every OpenBLAS at 2 threads for the test (a 1-core CI machine starts at 1)."""
-    controls = find_openblas()
-    before = [get() for get, _ in controls]
-    for _, put in controls:
-        put(2)
+    libraries = blas_libraries()
+    before = [library.num_threads for library in libraries]
+    for library in libraries:
+        set_threads(library, 2)
     yield
-    for (_, put), count in zip(controls, before, strict=True):
-        put(count)
+    for library, count in zip(libraries, before, strict=True):
+        set_threads(library, count)
 
 
 def test_a_selection_scores_on_one_thread(two_threads: object, tmp_path: Path) -> None:

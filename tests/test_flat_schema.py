@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tooldb.binding import Binder, _validator, normalize_parameters
+from tooldb.binding import Binder, normalize_parameters
 from tooldb.binding.flat import compile_flat
+from tooldb.binding.schema import _validator
 from tooldb.errors import ArgumentError
 
 TYPES = ["string", "integer", "number", "boolean", "null", "array", "object"]

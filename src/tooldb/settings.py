@@ -96,7 +96,7 @@ class Settings:
     #: every call (a scripted run is then ~1.6x slower a turn: 113 -> 178-190 µs on a disk
     #: that measured it; a real model's run is not).
     agent_held_calls: int = 64
-    #: OODA (optimize.py, docs/ooda.md): the analysis window, then the findings'
+    #: OODA (ooda/optimize.py, docs/ooda.md): the analysis window, then the findings'
     #: thresholds, the act policy, and the per-tenant cycle lease.
     ooda_window_s: float = 7 * 86400.0
     ooda_low_success_rate: float = 0.7

@@ -11,7 +11,7 @@ import typer
 
 from ..errors import UsageError
 from ..types import RunResult, RunStatus
-from . import (
+from .app import (
     JsonOpt,
     _errors,
     _ms,

@@ -12,7 +12,7 @@ import typer
 from ..ooda.scheduler import Every
 from ..ooda.types import Act, Finding, OodaReport
 from ..registry import Registry
-from . import (
+from .app import (
     JsonOpt,
     _ms,
     _out,
@@ -123,7 +123,7 @@ def trend(
 @add_app.command("builtins")
 def add_builtins(as_json: JsonOpt = False) -> None:
     """Register tooldb's built-in diagnostics tools: analyze_system_state, explain_inference."""
-    from . import _report_added
+    from .tools import _report_added
 
     with _registry(as_json) as registry:
         outcomes = registry.add_builtin_tools()

@@ -21,7 +21,7 @@ from ..embedders import local_available, resolve_name
 from ..executors import sandbox
 from ..selection.embedding import Progress as ProgressCallback
 from ..stores.migrate import HEAD
-from . import JsonOpt, _out, _print_json, _registry, _table, _text, app
+from .app import JsonOpt, _out, _print_json, _registry, _table, _text, app
 
 
 @contextmanager

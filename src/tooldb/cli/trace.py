@@ -10,7 +10,7 @@ import typer
 from rich.tree import Tree
 
 from ..errors import UsageError
-from . import JsonOpt, _errors, _ms, _out, _print_json, _registry, _text, app
+from .app import JsonOpt, _errors, _ms, _out, _print_json, _registry, _text, app
 
 
 @app.command()

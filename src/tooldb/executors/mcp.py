@@ -2,7 +2,7 @@
 
 ``target`` is ``"SERVER/TOOL"``: the label the server was imported under and the
 tool's name on that server (everything after the first ``/``, verbatim).
-``metadata["server"]`` is the connection (see ``mcp_config``), so the row alone
+``metadata["server"]`` is the connection (see ``tooldb.mcp.config``), so the row alone
 is enough to start the server from any process.
 
 The ``CallToolResult`` becomes: text content joined into ``output``;

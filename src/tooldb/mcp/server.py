@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import json
 import sys
+from importlib.metadata import version
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .. import __version__
 from ..errors import ArgumentError, NotFound, ToolDisabled, UsageError
 from ..types import ToolRecord, ToolResult
 from .sessions import SDK_HINT
@@ -271,7 +271,7 @@ def build_server(source: ToolSource) -> Server[Any]:
 
     return Server(
         "tooldb",
-        version=__version__,
+        version=version("tooldb"),
         instructions=INSTRUCTIONS,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,

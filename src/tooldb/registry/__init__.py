@@ -390,14 +390,14 @@ class Registry(CallPath, Catalog):
     def ooda(self) -> Optimizer:
         """Self-optimisation for this tenant: ``registry.ooda(dry_run=False)`` runs a
         cycle and returns an OodaReport; ``.findings()``, ``.history()``,
-        ``.undo(act_id)``, ``.trend(name)`` (optimize.py, docs/ooda.md)."""
+        ``.undo(act_id)``, ``.trend(name)`` (ooda/optimize.py, docs/ooda.md)."""
         if self._optimizer is None:
             self._optimizer = Optimizer(self)
         return self._optimizer
 
     def trace(self, run_id: str) -> Trace:
         """A run's provenance: its decisions, calls, results, skills and sub-runs as a
-        graph and a time-ordered tree (provenance.py, docs/provenance.md)."""
+        graph and a time-ordered tree (provenance/graph.py, docs/provenance.md)."""
         return provenance.trace(self, run_id)
 
     def explain(self, call_id: int | str) -> Explanation:

@@ -2,7 +2,7 @@
 
 Exact search over every vector costs ~15 ms at 100,000 tools on one core; an HNSW
 graph answers in well under a millisecond, with a recall measured by
-``bench/selection.py --scale``. The graph keeps its own 8-bit copy of the vectors
+``bench/select.py --scale``. The graph keeps its own 8-bit copy of the vectors
 (a quarter of float32) only to walk the graph: the candidates it returns are
 rescored exactly by the caller. Its ids are the index's slots, added in order, so a
 removed tool stays in the graph and is kept out by the filter bitmap.

@@ -4,7 +4,7 @@ The document is ``name (name words). description. category. parameters: p: desc;
 the name split into words (``get_weather`` -> "get weather"), because tasks are
 written in words; the description, which carries most of the meaning; and the
 parameters, whose names often are the nouns a task mentions. The order and parts
-were chosen with bench/selection.py (see docs/selection.md for the numbers).
+were chosen with bench/select.py (see docs/selection.md for the numbers).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ few scores, its best 64 and its statistics.
 A query term counts once however often the task repeats it (query-side tf is binary,
 BM25 with k3 = 0): a task of several steps repeats its generic verbs ("retrieve ...,
 then retrieve ..., analyze ..."), and counting them multiplied the weight of the least
-telling words. Measured with bench/selection.py: BM25 R@5 on sealtools 82.7 -> 87.6,
+telling words. Measured with bench/select.py: BM25 R@5 on sealtools 82.7 -> 87.6,
 toolbench 69.6 -> 70.7, better or level on the other sets (docs/selection.md).
 """
 

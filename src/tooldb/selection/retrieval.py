@@ -12,7 +12,7 @@ dominates by its units. Two ways to the same pool:
   exact from the postings (a tool without a query word scores 0; from a dense match,
   the sum from the terms' sums and the squares by one dot product); dense ones exact
   from sums over the enabled tools' vectors (dense_moments.py), or, for a filtered
-  selection, estimated on a fixed random sample of the allowed tools. ``bench/selection.py
+  selection, estimated on a fixed random sample of the allowed tools. ``bench/select.py
   --scale`` measures how often its top 10 differs from the exact pool's.
 """
 
@@ -117,7 +117,7 @@ class Mix:
         more likely a coincidence (a stem two words share: "customer" and "custom") than
         the point: the share is multiplied by ``unrelated_share``. The check runs one way
         only: the vectors' best missing the task's words is what a paraphrase looks like.
-        Measured on the seven data sets of bench/selection.py (docs/selection.md)."""
+        Measured on the seven data sets of bench/select.py (docs/selection.md)."""
         if best_dense_z is None or not 0.0 < self.share < 1.0:
             return self.share  # no words matched, no vectors, or one retriever alone counts
         return self.share * self.unrelated_share if best_dense_z < self.unrelated_z else self.share

@@ -7,7 +7,7 @@ a lexical share that depends on the task: how much of the task's idf mass the
 best lexical match covers (a chatty task whose best match shares one generic
 word leans on meaning; a task naming a tool's words leans on words). The best
 ``POOL`` tools by that blend are ranked, relevance scaled to 0-1 in the pool
-(measured choice: bench/selection.py, docs/selection.md). Then observed
+(measured choice: bench/select.py, docs/selection.md). Then observed
 performance, the seed design's order (closest, then most successful, then
 fastest): a success rate smoothed towards a prior (a tool with 2 calls is not
 certain; a new tool is not punished) and a latency score, both centred on a
@@ -175,7 +175,7 @@ class Selector:
         #: Score every allowed tool even when the index has an HNSW graph (the reference
         #: the approximate path is measured against).
         self.exact = exact
-        #: What a task selected again reuses: its vector, its pool (selection_cache.py).
+        #: What a task selected again reuses: its vector, its pool (cache.py).
         self.vectors: Recent[str, Any] = Recent()
         self.pools: Recent[tuple[Any, ...], Pooled] = Recent()
         self._fresh_plus = self.ranker.bonuses(*self.ranker.fresh)
@@ -326,7 +326,7 @@ class Selector:
 class Pooled:
     """A pool and the parts of its ranking that only a change to the tools can change:
     the tools' ids, names and relevance, and the order they would rank in if none had
-    ever been called. Remembered with the pool (selection_cache.py), so a task asked
+    ever been called. Remembered with the pool (cache.py), so a task asked
     again only applies the statistics of the few called tools to a ready order."""
 
     __slots__ = ("facts", "final", "found", "fused", "ids", "names", "order", "position", "rows")

@@ -43,7 +43,7 @@ tools = sa.Table(
     # The tenant generation at the tool's last change (definition, state or embedding):
     # in-process indexes reload only rows past the generation they last saw.
     sa.Column("change_seq", sa.BigInteger, nullable=False, server_default="0"),
-    # OODA (optimize.py): the figures of the last analysis over its window, and the
+    # OODA (ooda/optimize.py): the figures of the last analysis over its window, and the
     # lifetime counters at that instant, so selection reads "window + calls since".
     sa.Column("analyzed_at", sa.Float, nullable=True),
     sa.Column("window_s", sa.Float, nullable=True),
@@ -238,7 +238,7 @@ agents = sa.Table(
     sa.UniqueConstraint("tenant", "name", name="uq_agents_tenant_name"),
 )
 
-# -- OODA (optimize.py) --------------------------------------------------------------------
+# -- OODA (ooda/optimize.py) --------------------------------------------------------------------
 
 #: One row per tool per analysis: the trend of its windowed figures. No foreign key: the
 #: series outlives a removed tool, like the call log.

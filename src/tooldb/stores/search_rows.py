@@ -283,7 +283,7 @@ class SearchRows:
 
     def live_stats(self, tenant: str, ids: Sequence[int]) -> dict[int, LiveStats]:
         """Lifetime counters, or once OODA analysed the tool, its window's figures plus
-        every call counted since the analysis (optimize.py)."""
+        every call counted since the analysis (ooda/optimize.py)."""
         return self._stats("live_stats", tenant, ids)
 
     def active_stats(self, tenant: str, ids: Sequence[int]) -> dict[int, LiveStats]:

@@ -21,9 +21,7 @@ from sqlalchemy.pool import PoolProxiedConnection
 
 from ..errors import StoreError, UsageError
 from ..types import (
-    STORED,
     CallRecord,
-    ErrorKind,
     Progress,
     ToolRecord,
     ToolSpec,
@@ -50,10 +48,14 @@ from .search_rows import (
     upsert_document,
 )
 from .sqlite import Checkpointer
-
-_SPEC_COLUMNS = (
-    "description", "category", "kind", "target", "parameters", "returns", "timeout_s", "metadata",
-)  # fmt: skip
+from .tool_rows import (
+    JSON_SPEC_COLUMNS,
+    RECORD_READ,
+    SPEC_COLUMNS,
+    call_record,
+    read_tool_head,
+    tool_record,
+)
 
 
 class ToolHead(NamedTuple):
@@ -195,7 +197,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, CallRows, BulkCalls,
         """Runs before every call, so like ``record_call`` it is prebuilt SQL on a pooled
         DBAPI connection (about 15 µs on SQLite instead of 160 µs through Core)."""
         with self._raw() as connection:
-            row = _read_one(connection, self.dialect, (tenant, name))
+            row = read_tool_head(connection, self.dialect, (tenant, name))
         return ToolHead(row[0], row[1], row[2], bool(row[3])) if row is not None else None
 
     def tool_heads(self, tenant: str, names: Sequence[str]) -> dict[str, ToolHead]:
@@ -217,7 +219,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, CallRows, BulkCalls,
         query = sa.select(tools).where(tools.c.tenant == tenant, tools.c.name == name)
         with self._guard(), self._reader.connect() as conn:
             row = conn.execute(query).first()
-        return _record(row) if row else None
+        return tool_record(row) if row else None
 
     def get_tools(self, tenant: str, names: Sequence[str]) -> dict[str, ToolRecord]:
         """Several tools by name in one query (an agent run's opening toolbox); names
@@ -230,15 +232,15 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, CallRows, BulkCalls,
             # the driver's SQL, not Core: Core's statement building and result processing
             # cost more than the query (an agent run's opening toolbox reads up to k tools)
             sql = (
-                f"SELECT {', '.join(_RECORD_READ)} FROM tools WHERE tenant = {mark}"
+                f"SELECT {', '.join(RECORD_READ)} FROM tools WHERE tenant = {mark}"
                 f" AND name IN ({', '.join([mark] * len(chunk))})"
             )
             for row in self._fetch_sql(sql, (tenant, *chunk)):
-                values = dict(zip(_RECORD_READ, row, strict=True))
-                for key in _JSON_SPEC_COLUMNS:
+                values = dict(zip(RECORD_READ, row, strict=True))
+                for key in JSON_SPEC_COLUMNS:
                     if isinstance(values[key], str):  # SQLite keeps JSON as text
                         values[key] = json.loads(values[key])
-                found[values["name"]] = _record(values)
+                found[values["name"]] = tool_record(values)
         return found
 
     def list_tools(
@@ -257,7 +259,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, CallRows, BulkCalls,
         if not include_disabled:
             query = query.where(tools.c.enabled.is_(True))
         with self._guard(), self._reader.connect() as conn:
-            return [_record(row) for row in conn.execute(query)]
+            return [tool_record(row) for row in conn.execute(query)]
 
     def put_tools(
         self,
@@ -337,7 +339,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, CallRows, BulkCalls,
                 "tenant": tenant, "name": spec.name, "version": 1,
                 "content_hash": spec.content_hash(), "enabled": True, "created_at": now,
                 "updated_at": now, "change_seq": change_seq,
-                **{key: definition[key] for key in _SPEC_COLUMNS},
+                **{key: definition[key] for key in SPEC_COLUMNS},
             })  # fmt: skip
         ids: list[int] = []
         for start in range(0, len(rows), 1000):
@@ -387,7 +389,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, CallRows, BulkCalls,
     ) -> PutOutcome:
         digest = spec.content_hash()
         definition = spec.definition()
-        columns = {key: definition[key] for key in _SPEC_COLUMNS}
+        columns = {key: definition[key] for key in SPEC_COLUMNS}
         query = sa.select(tools.c.id, tools.c.version, tools.c.content_hash).where(
             tools.c.tenant == tenant, tools.c.name == spec.name
         )
@@ -427,7 +429,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, CallRows, BulkCalls,
                 tools.update().where(tools.c.id == tool_id).values(change_seq=generation.value)
             )
         row = conn.execute(sa.select(tools).where(tools.c.id == tool_id)).one()
-        return PutOutcome(_record(row), status)
+        return PutOutcome(tool_record(row), status)
 
     @staticmethod
     def _insert_version(
@@ -510,7 +512,7 @@ class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, CallRows, BulkCalls,
             query = query.where(calls.c.run_id == run_id)
         query = query.limit(limit)
         with self._guard(), self._reader.connect() as conn:
-            return [_call_record(row) for row in conn.execute(query)]
+            return [call_record(row) for row in conn.execute(query)]
 
     def count_calls(self, tenant: str, tool_name: str | None = None) -> int:
         query = sa.select(sa.func.count()).select_from(calls).where(calls.c.tenant == tenant)
@@ -561,78 +563,3 @@ class _RawConnection:
 def _first_line(exc: Exception) -> str:
     text = str(getattr(exc, "orig", exc) or exc)
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-
-
-def _record(row: sa.Row[Any] | dict[str, Any]) -> ToolRecord:
-    """A ToolRecord from a row of ``tools`` (or a dict of its columns, JSON decoded)."""
-    mapping = row if isinstance(row, dict) else row._mapping
-    spec = {"name": mapping["name"], **{key: mapping[key] for key in _SPEC_COLUMNS}}
-    stats = {key: mapping[key] for key in _STATS_COLUMNS}
-    record = {key: mapping[key] for key in _RECORD_COLUMNS}
-    record["enabled"] = bool(record["enabled"])
-    # the spec's text was checked when it was stored (ToolSpec's STORED context)
-    return ToolRecord.model_validate({**record, "spec": spec, "stats": stats}, context=STORED)
-
-
-_STATS_COLUMNS = ("usage_count", "success_count", "total_duration_ms", "last_used")
-_RECORD_COLUMNS = ("id", "tenant", "version", "content_hash", "enabled", "created_at", "updated_at")
-#: The columns ``_record`` reads, for the raw read of ``get_tools``.
-_RECORD_READ = ("name", *_SPEC_COLUMNS, *_RECORD_COLUMNS, *_STATS_COLUMNS)
-_JSON_SPEC_COLUMNS = ("parameters", "metadata")
-
-
-def _call_record(row: sa.Row[Any]) -> CallRecord:
-    return CallRecord(
-        id=row.id,
-        tenant=row.tenant,
-        tool_id=row.tool_id,
-        tool_name=row.tool_name,
-        tool_version=row.tool_version,
-        run_id=row.run_id,
-        session_id=row.session_id,
-        arguments=row.arguments,
-        success=bool(row.success),
-        error_kind=ErrorKind(row.error_kind) if row.error_kind else None,
-        error=row.error,
-        output_size=row.output_size,
-        output_preview=row.output_preview,
-        duration_ms=row.duration_ms,
-        started_at=row.started_at,
-    )
-
-
-# -- the call-recording hot path: one writer per dialect ----------------------
-
-#: Columns of a call record in statement order: the JSON arguments, then the rest as
-#: they are (every column but the generated id).
-_TOOL_HEAD = {
-    dialect: "SELECT id, version, content_hash, enabled FROM tools"
-    f" WHERE tenant = {mark} AND name = {mark}"
-    for dialect, mark in (("sqlite", "?"), ("postgresql", "%s"))
-}
-
-
-def _read_one(
-    connection: PoolProxiedConnection, dialect: str, params: tuple[Any, ...]
-) -> tuple[Any, ...] | None:
-    """The tool head row, outside any transaction (autocommit on PostgreSQL, as in the
-    call writer; SQLite connections are in autocommit mode already, see sqlite.py)."""
-    driver: Any = connection.dbapi_connection
-    if dialect == "sqlite":  # the connection's own cursor, closed as it is dropped
-        row = driver.execute(_TOOL_HEAD["sqlite"], params).fetchone()
-        return tuple(row) if row is not None else None
-    postgres = dialect == "postgresql"
-    sql = _TOOL_HEAD[dialect]
-    if postgres:
-        driver.autocommit = True
-    try:
-        cursor = driver.cursor()
-        try:
-            cursor.execute(sql, params)
-            row = cursor.fetchone()
-        finally:
-            cursor.close()
-        return tuple(row) if row is not None else None
-    finally:
-        if postgres and not driver.closed:
-            driver.autocommit = False

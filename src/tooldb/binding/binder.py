@@ -1,0 +1,335 @@
+"""The binder: turn raw arguments into validated, completed keyword arguments.
+
+Parameters are stored as JSON Schema (Draft 2020-12), normalised at registration
+(``schema.py``). At call time the binder:
+
+1. parses the arguments (a JSON text or a mapping) into an object;
+2. rejects unknown names (unless the schema sets ``additionalProperties``);
+3. coerces strings that hold a value *losslessly* — ``"42"`` for an integer,
+   ``"2.5"`` for a number, ``"true"``/``"false"`` for a boolean — and nothing else;
+4. fills defaults of missing parameters;
+5. validates (formats such as ``uuid`` included), reporting every problem with
+   the parameter, the expected type and what was given, so a model can fix its
+   call from the message alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from collections.abc import Mapping
+from itertools import islice
+from typing import Any, NamedTuple, NoReturn
+
+from jsonschema.exceptions import ValidationError
+
+from ..errors import ArgumentError
+from .flat import compile_flat
+from .schema import _described, _shown, _trim, _validator
+
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,4000}")
+_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_MAX_PROBLEMS = 10
+_MAX_ERRORS = 200
+
+
+class _Problem(NamedTuple):
+    """One thing wrong with a call, with the parts ArgumentError exposes."""
+
+    text: str
+    parameter: str | None = None
+    expected: str | None = None
+    given: str | None = None
+
+
+class Binder:
+    """Validates arguments against one schema; built once per tool version."""
+
+    def __init__(self, tool: str, schema: dict[str, Any]) -> None:
+        self.tool = tool
+        self.schema = schema
+        self.properties: dict[str, Any] = schema.get("properties", {})
+        self.closed = schema.get("additionalProperties", True) is False
+        self._validator = _validator(schema)
+        self._certainly_valid = compile_flat(schema)
+        #: (name, default, whether each use needs a copy): defaults filled in per call
+        self._defaults = [
+            (name, prop["default"], type(prop["default"]) not in _IMMUTABLE)
+            for name, prop in self.properties.items()
+            if isinstance(prop, dict) and "default" in prop
+        ]
+
+    def bind(self, raw: Any) -> dict[str, Any]:
+        """Return completed keyword arguments, or raise ArgumentError naming every problem."""
+        arguments = self._parse(raw)
+        problems = self._unknown(arguments)
+        arguments = {name: self._coerce(name, value) for name, value in arguments.items()}
+        for name, default, mutable in self._defaults:
+            if name not in arguments:
+                arguments[name] = copy.deepcopy(default) if mutable else default
+        known = (
+            {k: v for k, v in arguments.items() if k in self.properties} if problems else arguments
+        )
+        fast = self._certainly_valid
+        invalid = [] if not problems and fast and fast(known) else self._invalid(known)
+        problems += invalid or _non_finite(known)
+        if problems:
+            self._fail(problems)
+        return arguments
+
+    def _parse(self, raw: Any) -> dict[str, Any]:
+        if type(raw) is dict and all(type(key) is str for key in raw):  # the usual case
+            return dict(raw)
+        if raw is None:
+            return {}
+        if isinstance(raw, str | bytes):
+            raw = self._parse_text(raw)
+        if not isinstance(raw, Mapping):
+            self._fail(
+                [
+                    _Problem(
+                        f"arguments must be a JSON object, got {_described(raw, _shown(raw))}",
+                        expected="object",
+                        given=_shown(raw),
+                    )
+                ]
+            )
+        bad_keys = [key for key in raw if not isinstance(key, str)]
+        if bad_keys:
+            self._fail([_Problem(f"argument names must be strings, got {_shown(bad_keys[0])}")])
+        return dict(raw)
+
+    def _parse_text(self, raw: str | bytes) -> Any:
+        if not raw.strip():
+            return {}
+        try:
+            return json.loads(raw, parse_constant=_reject_constant)
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            self._fail(
+                [
+                    _Problem(
+                        f"arguments are not valid JSON ({_trim(reason)}): got {_shown(raw)}; "
+                        'send a JSON object like {"name": value}',
+                        expected="JSON object",
+                        given=_shown(raw),
+                    )
+                ]
+            )
+
+    def _unknown(self, arguments: dict[str, Any]) -> list[_Problem]:
+        if not self.closed:
+            return []
+        unknown = [name for name in arguments if name not in self.properties]
+        if not unknown:
+            return []
+        accepted = _trim(", ".join(repr(n) for n in self.properties) or "none", 400)
+        return [
+            _Problem(f"unknown parameter {_trim(repr(name))} (accepted: {accepted})", name)
+            for name in unknown
+        ]
+
+    def _coerce(self, name: str, value: Any) -> Any:
+        prop = self.properties.get(name)
+        if not isinstance(value, str) or not isinstance(prop, dict):
+            return value
+        kinds = prop.get("type")
+        kinds = [kinds] if isinstance(kinds, str) else (kinds or [])
+        if "string" in kinds:
+            return value
+        text = value.strip()
+        for kind in kinds:
+            if kind == "integer" and _INTEGER_TEXT.fullmatch(text):
+                return int(text)
+            if kind == "number":
+                number = _parse_number(text)
+                if number is not None:
+                    return number
+            if kind == "boolean" and text.lower() in {"true", "false"}:
+                return text.lower() == "true"
+        return value
+
+    def _invalid(self, arguments: dict[str, Any]) -> list[_Problem]:
+        try:  # a 100k-item array of wrong values must not cost 100k described errors
+            found = list(islice(self._validator.iter_errors(arguments), _MAX_ERRORS + 1))
+        except RecursionError:  # jsonschema recurses (and reprs the value) per level
+            deep = [name for name, value in arguments.items() if _too_deep(value)]
+            texts = [(f"parameter {_trim(repr(n))} is nested too deeply", n) for n in deep]
+            return [_Problem(*t) for t in texts] or [_Problem("arguments are nested too deeply")]
+        problems: dict[_Problem, None] = {}  # ordered and deduplicated
+        for error in sorted(found[:_MAX_ERRORS], key=_error_order):
+            problems.update(dict.fromkeys(self._describe(error)))
+        if len(found) > _MAX_ERRORS:
+            problems[_Problem(f"(validation stopped after {_MAX_ERRORS} errors)")] = None
+        return list(problems)
+
+    def _describe(self, error: ValidationError) -> list[_Problem]:
+        path = _path(error)
+        schema = error.schema if isinstance(error.schema, dict) else {}
+        if error.validator == "required":
+            return _missing(path, schema, error.instance)
+        if error.validator == "additionalProperties":
+            return _extras(path, schema, error.instance)
+        where = f"parameter {path!r}" if path else "arguments"
+        expected, given = _expected(schema), _shown(error.instance)
+        if error.validator == "type":
+            text = f"{where} expected {expected}, got {_described(error.instance, given)}"
+        elif error.validator == "enum":
+            text = f"{where} expected one of {_trim(_shown(schema.get('enum')), 200)}, got {given}"
+        else:
+            message = error.message
+            if message.startswith(repr(error.instance)):  # jsonschema echoes the whole value
+                message = given + message[len(repr(error.instance)) :]
+            text = f"{where}: {_trim(message, 200)} (expected {expected})"
+        return [_Problem(text, path or None, expected, given)]
+
+    def _fail(self, problems: list[_Problem]) -> NoReturn:
+        shown = [p.text for p in problems[:_MAX_PROBLEMS]]
+        if len(problems) > _MAX_PROBLEMS:
+            shown.append(f"... and {len(problems) - _MAX_PROBLEMS} more problems")
+        first = problems[0]
+        raise ArgumentError(
+            f"tool {self.tool!r}: " + "; ".join(shown),
+            tool=self.tool,
+            parameter=first.parameter,
+            expected=first.expected,
+            given=first.given,
+            problems=[p.text for p in problems],
+        )
+
+
+def _non_finite(arguments: dict[str, Any]) -> list[_Problem]:
+    """NaN and Infinity are not JSON: an open parameter must not carry them into the log."""
+    for value in arguments.values():  # most calls: plain values only, nothing to walk
+        kind = type(value)
+        if kind is float:
+            if not math.isfinite(value):
+                break
+        elif kind not in _SCALARS:
+            break
+    else:
+        return []
+    stack: list[tuple[str, Any]] = [("", arguments)]
+    seen: set[int] = set()  # a Python caller may pass a list that contains itself
+    while stack:  # iterative: values may be nested deeper than the recursion limit
+        prefix, container = stack.pop()
+        if id(container) in seen:
+            continue
+        seen.add(id(container))
+        items = container.items() if isinstance(container, Mapping) else enumerate(container)
+        for key, value in items:
+            if isinstance(value, float) and not math.isfinite(value):
+                path, shown = _join(prefix, key), _shown(value)
+                text = f"parameter {_trim(repr(path))} expected a finite number, got {shown}"
+                return [_Problem(text, path, "finite number", shown)]
+            if isinstance(value, Mapping | list | tuple):
+                stack.append((_join(prefix, key), value))
+    return []
+
+
+#: Types whose values cannot be or hold a non-finite number (exactly these types).
+_SCALARS = frozenset({str, int, bool, type(None)})
+#: Default values that a call may share rather than get a deep copy of.
+_IMMUTABLE = _SCALARS | {float}
+
+
+def _missing(path: str, schema: dict[str, Any], instance: Any) -> list[_Problem]:
+    """jsonschema reports one error per missing name, with the name only in its prose."""
+    if not isinstance(instance, Mapping):
+        return []
+    problems = []
+    for name in schema.get("required", []):
+        if name not in instance:
+            full = f"{path}.{name}" if path else name
+            expected = _expected(_sub_schema(schema, name))
+            problems.append(
+                _Problem(
+                    f"missing required parameter {_trim(repr(full))} ({expected})", full, expected
+                )
+            )
+    return problems
+
+
+def _extras(path: str, schema: dict[str, Any], instance: Any) -> list[_Problem]:
+    if not isinstance(instance, Mapping):
+        return []
+    known = schema.get("properties", {})
+    patterns = schema.get("patternProperties", {})
+    extras = [k for k in instance if k not in known and not any(re.search(p, k) for p in patterns)]
+    where = f"parameter {path!r}" if path else "arguments"
+    accepted = _trim(", ".join(map(repr, known)) or "none", 400)
+    return [
+        _Problem(f"{where}: unknown field {_trim(repr(k))} (accepted: {accepted})", path)
+        for k in extras
+    ]
+
+
+def _sub_schema(schema: Any, name: str) -> dict[str, Any]:
+    if isinstance(schema, dict):
+        sub = schema.get("properties", {}).get(name)
+        if isinstance(sub, dict):
+            return sub
+    return {}
+
+
+def _error_order(error: ValidationError) -> tuple[list[tuple[bool, str, int]], str]:
+    """Parameters by name, array items by index (``xs[2]`` before ``xs[10]``)."""
+    parts = [
+        (True, part, 0) if isinstance(part, str) else (False, "", int(part))
+        for part in error.absolute_path
+    ]
+    return (parts, str(error.validator))
+
+
+def _path(error: ValidationError) -> str:
+    out = ""
+    for part in error.absolute_path:
+        out = _join(out, part)
+    return out
+
+
+def _join(path: str, part: str | int) -> str:
+    """``a`` + ``b`` = ``a.b``; ``a`` + ``0`` = ``a[0]``: how parameters are named in errors."""
+    return f"{path}[{part}]" if isinstance(part, int) else (f"{path}.{part}" if path else part)
+
+
+def _expected(schema: dict[str, Any]) -> str:
+    kind = schema.get("type")
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(kind, list):
+        text = " or ".join(str(k) for k in kind)
+    elif kind:
+        text = str(kind)
+    elif "enum" in schema:
+        text = f"one of {_trim(_shown(schema['enum']), 200)}"
+    elif "const" in schema:
+        text = _shown(schema["const"])
+    elif isinstance(options, list) and options:
+        text = " or ".join(_expected(o if isinstance(o, dict) else {}) for o in options)
+    else:
+        text = "a value"
+    fmt = schema.get("format")
+    return f"{text} ({fmt})" if fmt else text
+
+
+def _parse_number(text: str) -> int | float | None:
+    if _INTEGER_TEXT.fullmatch(text):
+        return int(text)
+    if not _NUMBER_TEXT.fullmatch(text):
+        return None
+    number = float(text)
+    return number if math.isfinite(number) else None
+
+
+def _too_deep(value: Any) -> bool:
+    try:
+        repr(value)
+    except RecursionError:
+        return True
+    return False
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")

@@ -1,0 +1,341 @@
+"""Tool commands of the ``tooldb`` CLI: ``init``, ``add python|manifest|mcp|openapi``,
+``list``, ``show``, ``enable``, ``disable``, ``remove``, ``call``, ``stats``, ``calls``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..registry import Registry, open_registry
+from ..settings import Settings
+from ..stores import PutOutcome, open_store
+from ..types import ToolRecord
+from .app import (
+    JsonOpt,
+    _errors,
+    _ms,
+    _out,
+    _pct,
+    _print_json,
+    _registry,
+    _state,
+    _table,
+    _text,
+    _when,
+    add_app,
+    app,
+)
+
+
+@app.command()
+def init(as_json: JsonOpt = False) -> None:
+    """Create the registry, or upgrade an existing one in place (data is kept)."""
+    _state.as_json = as_json
+    with _errors():
+        settings = Settings.load(url=_state.db, tenant=_state.tenant)
+        store = open_store(
+            settings.resolved_url, sqlite_busy_timeout_s=settings.sqlite_busy_timeout_s
+        )
+        try:
+            before, after = store.migrate()
+            url = store.url
+        finally:
+            store.close()
+        if before is not None and before != after:
+            # Tools registered before selection existed get their search texts now.
+            with open_registry(settings.resolved_url, settings=settings) as registry:
+                for tenant in registry.store.tenants():
+                    registry.for_tenant(tenant).refresh_documents()
+    if as_json:
+        _print_json({"url": url, "revision_before": before, "revision": after})
+    elif before == after:
+        _out.print(f"registry {_text(url)} is up to date (schema {after})")
+    else:
+        _out.print(f"registry {_text(url)} upgraded from {before or 'empty'} to {after}")
+
+
+def _warn_embedding(registry: Registry) -> None:
+    if registry.embedding_error:
+        sys.stderr.write(
+            f"warning: tools registered but not embedded ({registry.embedding_error}); "
+            "they are selected by words until `tooldb embed` succeeds\n"
+        )
+
+
+def _report_added(outcomes: list[PutOutcome], as_json: bool) -> None:
+    if as_json:
+        _print_json(
+            {
+                "tools": [
+                    {"name": o.record.name, "version": o.record.version, "status": o.status}
+                    for o in outcomes
+                ]
+            }
+        )
+        return
+    counts = {
+        s: sum(1 for o in outcomes if o.status == s) for s in ("created", "updated", "unchanged")
+    }
+    for outcome in outcomes:
+        if outcome.status != "unchanged":
+            _out.print(
+                f"{outcome.status:>9}  {_text(outcome.record.name)} (v{outcome.record.version})"
+            )
+    _out.print(
+        f"{len(outcomes)} tools: {counts['created']} created, {counts['updated']} updated, "
+        f"{counts['unchanged']} unchanged"
+    )
+
+
+@add_app.command("python")
+def add_python(
+    module: Annotated[str, typer.Argument(help="Importable module with @tool functions.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Register every @tool function of a Python module."""
+    with _registry(as_json) as registry:
+        outcomes = registry.add_module(module)
+    _report_added(outcomes, as_json)
+
+
+@add_app.command("manifest")
+def add_manifest(
+    file: Annotated[Path, typer.Argument(help="YAML, JSON or JSON Lines manifest.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Register the tools of a manifest (all or none), then embed the new ones."""
+    from .selection import embedding_progress
+
+    with _registry(as_json) as registry, embedding_progress(as_json) as progress:
+        outcomes = registry.add_manifest(file, progress=progress)
+    _report_added(outcomes, as_json)
+    _warn_embedding(registry)
+
+
+@add_app.command("mcp")
+def add_mcp(
+    name: Annotated[str, typer.Option("--name", help="Server name; its tools become NAME__TOOL.")],
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(help="Server command and its arguments, after `--` (stdio server)."),
+    ] = None,
+    url: Annotated[
+        str | None, typer.Option(help="Streamable HTTP endpoint, instead of a command.")
+    ] = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option("--env", help="Environment variable passed to the server (repeatable)."),
+    ] = None,
+    category: Annotated[str | None, typer.Option(help="Category (default: NAME).")] = None,
+    timeout: Annotated[
+        float | None, typer.Option(help="Seconds before a call to one of its tools is stopped.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Register every tool of an MCP server: `add mcp --name NAME -- COMMAND ARGS...`
+    or `add mcp --name NAME --url URL`."""
+    with _registry(as_json) as registry:
+        outcomes = registry.add_mcp(
+            name, command=command or None, url=url, env=env or (), category=category,
+            timeout_s=timeout,
+        )  # fmt: skip
+    _report_added(outcomes, as_json)
+
+
+@add_app.command("openapi")
+def add_openapi(
+    spec: Annotated[str, typer.Argument(help="OpenAPI 3 document: a file or an http(s) URL.")],
+    base_url: Annotated[
+        str | None, typer.Option(help="Call this base URL instead of the document's server.")
+    ] = None,
+    category: Annotated[
+        str | None, typer.Option(help="Category of every tool (default: first tag).")
+    ] = None,
+    auth_secret: Annotated[
+        str | None,
+        typer.Option(help="Name of the env var / settings secret holding the API credential."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Register every operation of an OpenAPI 3 document as an http tool (all or none).
+
+    A URL is fetched only from hosts allowed by http_allowed_hosts. Operations that
+    cannot be imported are listed with the reason.
+    """
+    with _registry(as_json) as registry:
+        found = registry.add_openapi(
+            spec, base_url=base_url, category=category, auth_secret=auth_secret
+        )
+    if as_json:
+        _print_json(found.summary())
+        return
+    _report_added(found.outcomes, as_json)
+    for skipped in found.skipped:
+        _out.print(f"  skipped  {_text(skipped.operation)}: {_text(skipped.reason)}")
+    for warning in found.warnings:
+        _out.print(f"  warning  {_text(warning)}")
+    if found.secrets:
+        names = ", ".join(found.secrets)
+        _out.print(_text(f"secrets read at call time (env var or [secrets] in config): {names}"))
+
+
+@app.command("list")
+def list_tools(
+    category: Annotated[str | None, typer.Option(help="Only this category.")] = None,
+    kind: Annotated[str | None, typer.Option(help="Only this kind (python, sql, ...).")] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Include disabled tools.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the tenant's tools."""
+    with _registry(as_json) as registry:
+        tools = registry.list(category=category, kind=kind, include_disabled=show_all)
+    if as_json:
+        _print_json({"tools": [t.summary() for t in tools]})
+        return
+    table = _table("name", "category", "kind", "v", "enabled", "calls", "success", "description")
+    for t in tools:
+        table.add_row(
+            _text(t.name), _text(t.spec.category), t.spec.kind.value, str(t.version),
+            "yes" if t.enabled else "no", str(t.stats.usage_count), _pct(t.stats.success_rate),
+            _text(t.spec.description.splitlines()[0] if t.spec.description else ""),
+        )  # fmt: skip
+    _out.print(table)
+    _out.print(f"{len(tools)} tools")
+
+
+@app.command()
+def show(
+    name: Annotated[str, typer.Argument(help="Tool name.")],
+    version: Annotated[int | None, typer.Option(help="Show this older version.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a tool: schema, statistics and versions."""
+    with _registry(as_json) as registry:
+        tool = registry.get(name)
+        versions = registry.versions(name)
+        shown = registry.version(name, version).spec if version is not None else tool.spec
+    document = {
+        **tool.summary(),
+        **shown.definition(),
+        "shown_version": version or tool.version,
+        "versions": [
+            {"version": v.version, "content_hash": v.content_hash, "created_at": v.created_at}
+            for v in versions
+        ],
+    }
+    if as_json:
+        _print_json(document)
+        return
+    _print_tool(tool, document)
+
+
+def _print_tool(tool: ToolRecord, document: dict[str, Any]) -> None:
+    stats = tool.stats
+    _out.print(f"[bold]{_text(tool.name)}[/bold]  v{document['shown_version']} of {tool.version}"
+               f"  ({'enabled' if tool.enabled else 'disabled'})")  # fmt: skip
+    for key in ("description", "category", "kind", "target", "returns", "timeout_s"):
+        _out.print(f"  {key:12} {_text(str(document[key]))}")
+    _out.print("  parameters   " + _text(json.dumps(document["parameters"], ensure_ascii=False)))
+    _out.print(
+        f"  stats        {stats.usage_count} calls, success {_pct(stats.success_rate)}, "
+        f"avg {_ms(stats.avg_duration_ms)} ms, last used {_when(stats.last_used)}"
+    )
+    for v in document["versions"]:
+        _out.print(
+            f"  version {v['version']:<4} {v['content_hash'][:12]}  {_when(v['created_at'])}"
+        )
+
+
+def _toggle(name: str, as_json: bool, action: Callable[[Registry, str], None], verb: str) -> None:
+    with _registry(as_json) as registry:
+        action(registry, name)
+    if as_json:
+        _print_json({"name": name, "action": verb})
+    else:
+        _out.print(f"{verb} {_text(name)}")
+
+
+@app.command()
+def enable(name: str, as_json: JsonOpt = False) -> None:
+    """Enable a tool."""
+    _toggle(name, as_json, Registry.enable, "enabled")
+
+
+@app.command()
+def disable(name: str, as_json: JsonOpt = False) -> None:
+    """Disable a tool: it stays registered but cannot be called."""
+    _toggle(name, as_json, Registry.disable, "disabled")
+
+
+@app.command()
+def remove(name: str, as_json: JsonOpt = False) -> None:
+    """Remove a tool and its versions (its recorded calls are kept)."""
+    _toggle(name, as_json, Registry.remove, "removed")
+
+
+@app.command()
+def call(
+    name: Annotated[str, typer.Argument(help="Tool name.")],
+    args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
+    timeout: Annotated[
+        float | None, typer.Option(help="Seconds before the tool is stopped.")
+    ] = None,
+    run_id: Annotated[str | None, typer.Option(help="Record the call under this run id.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Call a tool: bind the arguments, run it, record the call."""
+    with _registry(as_json) as registry:
+        result = registry.call(name, args, timeout_s=timeout, run_id=run_id)
+    if as_json:
+        _print_json(result.model_dump(mode="json"))
+    elif result.success:
+        sys.stdout.write(result.output + ("\n" if not result.output.endswith("\n") else ""))
+    else:
+        sys.stderr.write(f"tool failed: {result.error}\n")
+    raise typer.Exit(0 if result.success else 1)
+
+
+@app.command()
+def stats(as_json: JsonOpt = False) -> None:
+    """Per-tool usage, success rate and latency."""
+    with _registry(as_json) as registry:
+        tools = registry.stats()
+    if as_json:
+        _print_json(
+            {"tools": [{"name": t.name, "enabled": t.enabled, **t.stats.summary()} for t in tools]}
+        )
+        return
+    table = _table("name", "calls", "success", "avg ms", "last used", "enabled")
+    for t in tools:
+        s = t.stats
+        table.add_row(
+            _text(t.name), str(s.usage_count), _pct(s.success_rate), _ms(s.avg_duration_ms),
+            _when(s.last_used), "yes" if t.enabled else "no",
+        )  # fmt: skip
+    _out.print(table)
+
+
+@app.command()
+def calls(
+    tool: Annotated[str | None, typer.Option(help="Only calls of this tool.")] = None,
+    run_id: Annotated[str | None, typer.Option(help="Only calls of this run.")] = None,
+    limit: Annotated[int, typer.Option(min=0, help="How many, newest first.")] = 20,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recent calls, newest first."""
+    with _registry(as_json) as registry:
+        records = registry.calls(tool=tool, run_id=run_id, limit=limit)
+    if as_json:
+        _print_json({"calls": [r.model_dump(mode="json") for r in records]})
+        return
+    table = _table("id", "started", "tool", "v", "ok", "ms", "error")
+    for r in records:
+        table.add_row(str(r.id), _when(r.started_at), _text(r.tool_name), str(r.tool_version),
+                      "yes" if r.success else "no", _ms(r.duration_ms),
+                      _text((r.error or "")[:80]))  # fmt: skip
+    _out.print(table)
