@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..binding import Binder
 from ..decorators import SPEC_ATTRIBUTE, spec_from_function, tools_of_module
@@ -59,24 +59,15 @@ if TYPE_CHECKING:
 ToolLike = ToolSpec | Mapping[str, Any] | Callable[..., Any]
 
 
-class AgentRuntime(Protocol):
-    """The agent layer as the registry sees it: ``Registry.run`` and ``agent`` tools go
-    through it. ``tooldb.agents`` implements it; ``tooldb/__init__.py`` installs it with
-    ``use_agent_runtime``, so the registry never imports the layer above it."""
+@dataclass(frozen=True)
+class AgentRuntime:
+    """The agent layer as the registry sees it: ``Registry.run`` calls ``run_task(registry,
+    task, agent=, model=, tool_choice=)`` and ``agent`` tools await ``run_agent_tool(registry,
+    agent, arguments)``. ``tooldb.agents`` provides both; ``tooldb/__init__.py`` installs
+    them with ``use_agent_runtime``, so the registry never imports the layer above it."""
 
-    def run_task(
-        self,
-        registry: Registry,
-        task: str,
-        *,
-        agent: str | None = None,
-        model: Any = None,
-        tool_choice: str | None = None,
-    ) -> RunResult: ...
-
-    async def run_agent_tool(
-        self, registry: Registry, agent: str, arguments: dict[str, Any]
-    ) -> Any: ...
+    run_task: Callable[..., RunResult]
+    run_agent_tool: Callable[[Registry, str, dict[str, Any]], Awaitable[Any]]
 
 
 _installed_runtime: AgentRuntime | None = None
