@@ -96,7 +96,12 @@ def grant_sql_role(connection: sa.Connection, role: str = SQL_ROLE) -> str | Non
                 log.warning("could not create the role %s for SQL tools: %s", role, reason)
                 return reason
     schema = preparer.quote(str(connection.execute(sa.text("SELECT current_schema()")).scalar()))
-    connection.exec_driver_sql(f"GRANT USAGE ON SCHEMA {schema} TO {quoted}")
+    savepoint = connection.begin_nested()
+    try:  # PUBLIC usually has USAGE on the schema already; only its owner may grant it
+        connection.exec_driver_sql(f"GRANT USAGE ON SCHEMA {schema} TO {quoted}")
+        savepoint.commit()
+    except sa.exc.DBAPIError:
+        savepoint.rollback()
     tables = ", ".join(f"{schema}.{table}" for table in SCOPES)
     connection.exec_driver_sql(f"GRANT SELECT ON {tables} TO {quoted}")
     return None
