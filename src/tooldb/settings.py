@@ -127,6 +127,9 @@ class Settings:
     neo4j_password_env: str = "NEO4J_PASSWORD"
     neo4j_database: str = ""
     connections: dict[str, str] = field(default_factory=dict)
+    #: Where SQL tools over a PostgreSQL registry connect, as the role ``tooldb_sql``
+    #: (docs/sql.md); empty: the registry's URL with that user and no password.
+    registry_sql_url: str = ""
     # HTTP tools: host patterns that may be called ("public" = any host whose every
     # address is public; see executors/http_guard.py), a per-request time cap and a
     # response size cap enforced while streaming.
@@ -281,6 +284,7 @@ _ENV_KEYS = {
     "TOOLDB_OODA_PROTECTED_CATEGORIES": "ooda_protected_categories",
     "TOOLDB_NEO4J_URL": "neo4j_url",
     "TOOLDB_NEO4J_USER": "neo4j_user",
+    "TOOLDB_REGISTRY_SQL_URL": "registry_sql_url",
 }
 
 

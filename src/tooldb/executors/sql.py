@@ -25,6 +25,8 @@ import sqlalchemy as sa
 from ..context import current_access
 from ..errors import DefinitionError, ExecutionError, ToolTimeout
 from ..settings import REGISTRY_CONNECTION, Settings
+from ..stores.postgres import create_postgres_engine
+from ..stores.tenant_scope import SQL_ROLE, read_secret
 from ..types import Returns, ToolKind, ToolRecord, ToolSpec
 from .sql_engines import (
     create_engine,
@@ -36,6 +38,7 @@ from .sql_engines import (
 )
 from .sql_plan import Access, SQLPlan, plan_for
 from .sql_results import driver_parameters, shape
+from .sql_tenancy import role_url, set_sqlite_tenant, tenant_settings
 from .threads import Alarm, call_later, run_blocking
 
 #: Statements PostgreSQL can run through a server-side cursor, so that only the rows
@@ -52,9 +55,13 @@ class SQLExecutor:
 
     def __init__(self, settings: Settings, registry_url: str | None = None) -> None:
         self._urls = dict(settings.connections)
+        self._registry_url = registry_url
         if registry_url is not None:
             self._urls[REGISTRY_CONNECTION] = registry_url
+        self._registry_sql_url = settings.registry_sql_url or None
         self._busy_timeout_s = settings.sqlite_busy_timeout_s
+        self._default_timeout_s = settings.default_timeout_s or 30.0
+        self._secret: str | None = None
         self._engines: dict[tuple[str, Access], sa.Engine] = {}
         self._plans: dict[str, SQLPlan] = {}
         self._lock = threading.Lock()
@@ -96,18 +103,25 @@ class SQLExecutor:
             plan = replace(plan, access=Access.READ)  # a skill granted read only
         engine = self._engine(plan)
         parameters = driver_parameters(plan, arguments, engine.dialect.name)
+        scope = self._scope(plan, engine, tool.tenant)
         timer = stop.after(timeout_s)
         try:
             with engine.connect() as conn:
+                sqlite_registry = scope is None
                 try:
+                    if sqlite_registry:
+                        set_sqlite_tenant(conn, tool.tenant)
                     stop.attach(interrupter(conn))
-                    return self._transaction(conn, plan, parameters, timeout_s, stop)
+                    bound = timeout_s if timeout_s is not None else self._default_timeout_s
+                    return self._transaction(conn, plan, parameters, bound, stop, scope or {})
                 except BaseException:
                     if stop.reason is not None:
                         conn.invalidate()  # never hand an interrupted connection to another call
                     raise
                 finally:
                     stop.detach()
+                    if sqlite_registry and not conn.invalidated:
+                        set_sqlite_tenant(conn, None)
         except sa.exc.SQLAlchemyError as exc:
             raise self._error(plan, exc, stop, timeout_s) from None
         except _Stopped:
@@ -121,8 +135,9 @@ class SQLExecutor:
         conn: sa.Connection,
         plan: SQLPlan,
         parameters: dict[str, Any],
-        timeout_s: float | None,
+        timeout_s: float,
         stop: _Stopper,
+        scope: dict[str, str],
     ) -> Any:
         stream = (
             conn.dialect.name == "postgresql"
@@ -131,7 +146,7 @@ class SQLExecutor:
             and _first_word(plan.statement.text) in _STREAMABLE
         )
         with conn.begin() as transaction:
-            start_transaction(conn, timeout_s)
+            start_transaction(conn, timeout_s, scope)
             options = {"yield_per": min(plan.max_rows + 1, 1000)} if stream else {}
             result = conn.execute(plan.statement, parameters, execution_options=options)
             value = shape(result, plan)
@@ -155,6 +170,11 @@ class SQLExecutor:
                 f"sql tool {plan.tool!r} is read-only (metadata.access is 'read') and its "
                 f"statement tried to write; nothing was written ({text}). Register it with "
                 "metadata.access = 'write' to allow writes."
+            )
+        if plan.connection == REGISTRY_CONNECTION and SQL_ROLE in text:
+            text += (
+                f" (SQL tools over a PostgreSQL registry connect as {SQL_ROLE}: run `tooldb "
+                "init` as a role with CREATEROLE, or see docs/sql.md)"
             )
         return ExecutionError(
             f"sql tool {plan.tool!r} failed on connection {plan.connection!r}: {text}"
@@ -182,6 +202,31 @@ class SQLExecutor:
                 self._plans[tool.content_hash] = plan
         return plan
 
+    def _scope(self, plan: SQLPlan, engine: sa.Engine, tenant: str) -> dict[str, str] | None:
+        """What scopes this call to its tenant: PostgreSQL's per-transaction settings;
+        None for SQLite's registry (its connection's tenant slot); {} elsewhere."""
+        if plan.connection != REGISTRY_CONNECTION:
+            return {}
+        if engine.dialect.name != "postgresql":
+            if _first_word(plan.statement.text) == "explain":
+                raise ExecutionError(  # a plan could name the tenant views' inner views
+                    f"sql tool {plan.tool!r}: EXPLAIN is not allowed on the registry connection"
+                )
+            return None
+        if self._secret is None:
+            owner = create_postgres_engine(self._urls[REGISTRY_CONNECTION])
+            try:
+                with owner.connect() as conn:
+                    self._secret = read_secret(conn)
+            except (sa.exc.SQLAlchemyError, LookupError) as exc:
+                raise ExecutionError(
+                    f"sql tool {plan.tool!r}: cannot scope the registry connection to the "
+                    f"tenant ({_first_line(exc)}): run `tooldb init`"
+                ) from None
+            finally:
+                owner.dispose()
+        return tenant_settings(self._secret, tenant)
+
     def _engine(self, plan: SQLPlan) -> sa.Engine:
         key = (plan.connection, plan.access)
         engine = self._engines.get(key)
@@ -190,10 +235,14 @@ class SQLExecutor:
         with self._lock:
             engine = self._engines.get(key)
             if engine is None:
+                registry = plan.connection == REGISTRY_CONNECTION
+                url = self._urls[plan.connection]
                 try:
+                    if registry and dialect_of(plan.connection, url) == "postgresql":
+                        url = role_url(url, self._registry_sql_url)
                     engine = create_engine(
-                        plan.connection, self._urls[plan.connection], plan.access,
-                        self._busy_timeout_s,
+                        plan.connection, url, plan.access, self._busy_timeout_s,
+                        registry=registry,
                     )  # fmt: skip
                 except DefinitionError as exc:
                     raise ExecutionError(str(exc)) from None

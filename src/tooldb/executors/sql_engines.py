@@ -9,8 +9,11 @@ read-only access, a statement timeout and an interrupt from another thread.
 * PostgreSQL: a read engine's connections are psycopg ``read_only``, so every
   transaction starts with ``BEGIN READ ONLY`` (no statement can lift it for the
   transaction or leave the connection writable); every transaction sets
-  ``statement_timeout`` locally; ``cancel_safe`` stops a running statement from
-  another thread.
+  ``statement_timeout`` locally; a connection given back to the pool is rolled back
+  and reset with ``DISCARD ALL`` (advisory locks, session settings, temporary tables,
+  prepared statements: nothing a statement did outlives its call); ``cancel_safe``
+  stops a running statement from another thread.
+* The ``registry`` connection is scoped to the caller's tenant (sql_tenancy.py).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from sqlalchemy.engine import make_url
 from ..errors import DefinitionError, ExecutionError
 from ..stores.postgres import create_postgres_engine
 from .sql_plan import Access
+from .sql_tenancy import check_role, guard_sqlite, scope_sqlite
 
 SUPPORTED = ("sqlite", "postgresql")
 _POOL = {"pool_size": 8, "max_overflow": 24}
@@ -50,25 +54,43 @@ def dialect_of(name: str, url: str) -> str:
     return dialect
 
 
-def create_engine(name: str, url: str, access: Access, busy_timeout_s: float) -> sa.Engine:
-    """A pooled engine for one connection and access mode (created once, shared)."""
+def create_engine(
+    name: str, url: str, access: Access, busy_timeout_s: float, *, registry: bool = False
+) -> sa.Engine:
+    """A pooled engine for one connection and access mode (created once, shared);
+    ``registry``: the registry's own database, scoped to the caller's tenant."""
     if dialect_of(name, url) == "postgresql":
-        return _postgres_engine(url, access)
-    return _sqlite_engine(name, url, access, busy_timeout_s)
+        return _postgres_engine(url, access, registry)
+    return _sqlite_engine(name, url, access, busy_timeout_s, registry)
 
 
-def _postgres_engine(url: str, access: Access) -> sa.Engine:
-    engine = create_postgres_engine(url)
+def _postgres_engine(url: str, access: Access, registry: bool) -> sa.Engine:
+    engine = create_postgres_engine(url, pool_reset_on_return=None)
     read_only = access is Access.READ
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:
+        if registry:
+            check_role(dbapi_connection)
         dbapi_connection.read_only = read_only  # psycopg then opens with BEGIN READ ONLY
+
+    @event.listens_for(engine, "reset")
+    def _reset(dbapi_connection: Any, _record: Any, state: Any) -> None:
+        dbapi_connection.rollback()
+        if state.terminate_only:
+            return
+        dbapi_connection.autocommit = True  # DISCARD ALL cannot run in a transaction
+        try:
+            dbapi_connection.execute("DISCARD ALL")
+        finally:
+            dbapi_connection.autocommit = False
 
     return engine
 
 
-def _sqlite_engine(name: str, url: str, access: Access, busy_timeout_s: float) -> sa.Engine:
+def _sqlite_engine(
+    name: str, url: str, access: Access, busy_timeout_s: float, registry: bool
+) -> sa.Engine:
     parsed = make_url(url)
     database = parsed.database or ""
     if not database.startswith("file:") and not Path(database).expanduser().is_file():
@@ -83,6 +105,10 @@ def _sqlite_engine(name: str, url: str, access: Access, busy_timeout_s: float) -
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # transactions are ours: ``_begin``
         dbapi_connection.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        if registry:
+            scope_sqlite(dbapi_connection, _record)
+        else:
+            guard_sqlite(dbapi_connection)
 
     @event.listens_for(engine, "checkout")
     def _checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
@@ -95,15 +121,17 @@ def _sqlite_engine(name: str, url: str, access: Access, busy_timeout_s: float) -
     return engine
 
 
-def start_transaction(conn: sa.Connection, timeout_s: float | None) -> None:
-    """Per-transaction settings, issued first thing in the transaction."""
+def start_transaction(conn: sa.Connection, timeout_s: float, scope: dict[str, str]) -> None:
+    """PostgreSQL's per-transaction settings (``SET LOCAL``), issued first thing in the
+    transaction, in one round trip: ``statement_timeout`` and the tenant ``scope``."""
     if conn.dialect.name != "postgresql":
         return
-    if timeout_s is not None:
-        milliseconds = str(max(1, round(timeout_s * 1000)))
-        conn.execute(
-            sa.text("SELECT set_config('statement_timeout', :ms, true)"), {"ms": milliseconds}
-        )
+    values = {"statement_timeout": str(max(1, round(timeout_s * 1000))), **scope}
+    calls = ", ".join(f"set_config(:k{i}, :v{i}, true)" for i in range(len(values)))
+    parameters: dict[str, str] = {}
+    for i, (key, value) in enumerate(values.items()):
+        parameters[f"k{i}"], parameters[f"v{i}"] = key, value
+    conn.execute(sa.text(f"SELECT {calls}"), parameters)
 
 
 def interrupter(conn: sa.Connection) -> Callable[[], None]:

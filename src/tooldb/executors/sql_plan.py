@@ -69,12 +69,18 @@ def plan_for(spec: ToolSpec, connections: set[str]) -> SQLPlan:
     statement = sa.text(spec.target)
     placeholders = tuple(statement.compile().params)
     _check_parameters(where, spec, placeholders)
+    access = _access(where, metadata.get("access", Access.READ.value))
+    if access is Access.WRITE and connection == REGISTRY_CONNECTION:
+        raise DefinitionError(
+            f"{where}: the registry connection is read-only for SQL tools (they see their "
+            "tenant's rows and change none); use a named connection for writes"
+        )
     return SQLPlan(
         tool=spec.name,
         statement=statement,
         placeholders=placeholders,
         connection=connection,
-        access=_access(where, metadata.get("access", Access.READ.value)),
+        access=access,
         returns=spec.returns,
         max_rows=_cap(where, metadata, "max_rows", DEFAULT_MAX_ROWS),
         max_bytes=_cap(where, metadata, "max_bytes", DEFAULT_MAX_BYTES),

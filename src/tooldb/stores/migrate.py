@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-HEAD = "0005_called_tools"
+HEAD = "0006_tenant_isolation"
 VERSION_TABLE = "alembic_version"
 
 
@@ -39,4 +39,8 @@ def upgrade(engine: sa.Engine) -> tuple[str | None, str]:
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
         after = MigrationContext.configure(connection).get_current_revision()
+        if connection.dialect.name == "postgresql":
+            from .tenant_scope import grant_sql_role
+
+            grant_sql_role(connection)  # the role SQL tools run as (creating it: CREATEROLE)
     return before, after or HEAD

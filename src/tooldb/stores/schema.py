@@ -314,3 +314,13 @@ ooda_locks = sa.Table(
     sa.Column("acquired_at", sa.Float, nullable=False),
     sa.Column("expires_at", sa.Float, nullable=False),
 )
+
+#: The secret of the tenant MAC that SQL tools over a PostgreSQL registry run under
+#: (stores/tenant_scope.py, migration 0006): one row, readable by the owner only. Empty
+#: on SQLite, where the SQL executor scopes each connection itself.
+sql_tenant_key = sa.Table(
+    "sql_tenant_key",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("secret", sa.Text, nullable=False),
+)

@@ -1,0 +1,168 @@
+"""Issue 20, item 10: a read-only SQL tool got only a read-only transaction.
+
+Before the fix, on PostgreSQL ``COPY ... TO PROGRAM`` ran as the server's OS user
+when the connection's role allowed it (the registry's own, often a superuser), and a
+``pg_advisory_lock`` taken by a read tool stayed held on the pooled session, blocking
+``tooldb init``; a statement ran without ``statement_timeout`` when no timeout was
+passed. On SQLite, ``ATTACH`` and ``VACUUM INTO`` ran (and created files).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+
+import tooldb
+from tooldb import Registry, Settings
+from tooldb.types import ToolKind
+
+from ..conftest import PG_ADMIN_URL
+
+LOCK_KEY = 73112024  # the key `tooldb init` serialises migrations with
+
+
+def sql(name: str, target: str, returns: str = "table", **extra: Any) -> dict[str, Any]:
+    parameters = extra.pop("parameters", {})
+    return {"name": name, "kind": "sql", "target": target, "returns": returns,
+            "parameters": parameters, **extra}  # fmt: skip
+
+
+@pytest.fixture
+def pg_data_url() -> Iterator[str]:
+    """A PostgreSQL database used as a named connection (not the registry)."""
+    name = f"tooldb_sec_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    yield f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def pg(postgres_url: str, pg_data_url: str) -> Iterator[Registry]:
+    from ..conftest import _truncate_postgres
+
+    _truncate_postgres(postgres_url)
+    settings = Settings(url=postgres_url, embedder="hash", connections={"data": pg_data_url})
+    with tooldb.open(postgres_url, settings=settings) as registry:
+        yield registry
+
+
+def advisory_locks_held(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            " AND objid = %s AND database = (SELECT oid FROM pg_database"
+            " WHERE datname = current_database())",
+            (LOCK_KEY,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------
+def test_registry_sql_tools_run_as_a_least_privileged_role(pg: Registry) -> None:
+    pg.add(sql("whoami", "SELECT current_user AS who, r.rolsuper, r.rolbypassrls FROM pg_roles r"
+               " WHERE r.rolname = current_user"))  # fmt: skip
+    result = pg.call("whoami")
+    assert result.success, result.error
+    assert result.data["rows"] == [{"who": "tooldb_sql", "rolsuper": False, "rolbypassrls": False}]
+
+
+def test_copy_to_program_is_refused(pg: Registry, tmp_path: Path) -> None:
+    marker = Path("/tmp") / f"tooldb-copy-{uuid.uuid4().hex}"
+    pg.add(sql("exfil", f"COPY (SELECT 1) TO PROGRAM 'touch {marker}'", "none"))
+    result = pg.call("exfil")
+    try:
+        assert not result.success
+        assert "permission denied" in (result.error or "") or "privilege" in (result.error or "")
+        assert not marker.exists()
+    finally:
+        marker.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("connection", ["registry", "data"])
+def test_a_read_tool_leaves_no_session_state_behind(
+    pg: Registry, postgres_url: str, pg_data_url: str, connection: str
+) -> None:
+    """An advisory lock (and any session setting) is released when the call ends."""
+    pg.add(sql("grab", f"SELECT pg_advisory_lock({LOCK_KEY})", "scalar",
+               metadata={"connection": connection}))  # fmt: skip
+    pg.add(sql("set_guc", "SELECT set_config('work_mem', '77MB', false)", "scalar",
+               metadata={"connection": connection}))  # fmt: skip
+    pg.add(sql("read_guc", "SELECT current_setting('work_mem')", "scalar",
+               metadata={"connection": connection}))  # fmt: skip
+    assert pg.call("grab").success
+    assert advisory_locks_held(postgres_url if connection == "registry" else pg_data_url) == 0
+    assert pg.call("set_guc").success
+    assert pg.call("read_guc").data != "77MB"
+    if connection == "registry":  # `tooldb init` is not blocked by the lock
+        done = threading.Event()
+        threading.Thread(target=lambda: (pg.init(), done.set()), daemon=True).start()
+        assert done.wait(20), "tooldb init is blocked by an advisory lock a SQL tool left"
+
+
+@pytest.mark.parametrize("connection", ["registry", "data"])
+def test_every_statement_has_a_statement_timeout(pg: Registry, connection: str) -> None:
+    pg.add(sql("timeout", "SELECT current_setting('statement_timeout')", "scalar",
+               metadata={"connection": connection}))  # fmt: skip
+    executor = pg.executors[ToolKind.SQL]
+    tool = pg.get("timeout")
+    assert executor.run(tool, {}, None) not in ("0", None)  # no timeout passed: still bounded
+    assert pg.call("timeout", timeout_s=2.5).data == "2500ms"
+
+
+# -- SQLite ---------------------------------------------------------------------------------
+@pytest.fixture
+def lite(sqlite_url: str, tmp_path: Path) -> Iterator[Registry]:
+    data = tmp_path / "data.db"
+    engine = sa.create_engine(f"sqlite:///{data}")
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE items (id INTEGER PRIMARY KEY)")
+    engine.dispose()
+    settings = Settings(url=sqlite_url, embedder="hash", connections={"data": f"sqlite:///{data}"})
+    with tooldb.open(sqlite_url, settings=settings) as registry:
+        yield registry
+
+
+@pytest.mark.parametrize(
+    ("connection", "access"), [("registry", "read"), ("data", "read"), ("data", "write")]
+)
+def test_attach_and_vacuum_into_are_refused(
+    lite: Registry, tmp_path: Path, connection: str, access: str
+) -> None:
+    attached, copied = tmp_path / "attached.db", tmp_path / "copy.db"
+    metadata = {"connection": connection, "access": access}
+    lite.add(sql("attach", "ATTACH DATABASE :path AS other", "none",
+                 parameters={"path": "string"}, metadata=metadata))  # fmt: skip
+    lite.add(sql("vacuum_into", "VACUUM INTO :path", "none",
+                 parameters={"path": "string"}, metadata=metadata))  # fmt: skip
+    attach = lite.call("attach", {"path": str(attached)})
+    vacuum = lite.call("vacuum_into", {"path": str(copied)})
+    assert not attach.success and not vacuum.success
+    assert "not authorized" in (attach.error or "")
+    assert not attached.exists() and not copied.exists()
+
+
+def test_a_role_that_bypasses_rls_is_refused(postgres_url: str) -> None:
+    """Pointed at a superuser (``registry_sql_url``), SQL tools over the registry fail
+    closed instead of reading every tenant."""
+    settings = Settings(url=postgres_url, embedder="hash", registry_sql_url=postgres_url)
+    with tooldb.open(postgres_url, settings=settings) as registry:
+        registry.add(sql("n", "SELECT count(*) FROM calls", "scalar"))
+        result = registry.call("n")
+    assert not result.success
+    assert "refuse to run as role 'postgres'" in (result.error or "")
+
+
+def test_repeated_calls_survive_the_session_reset(pg: Registry) -> None:
+    """DISCARD ALL drops the driver's prepared statements: psycopg must notice."""
+    pg.add(sql("one", "SELECT count(*) FROM tools WHERE name = :n", "scalar",
+               parameters={"n": "string"}))  # fmt: skip
+    assert [pg.call("one", {"n": "one"}).data for _ in range(12)] == [1] * 12
