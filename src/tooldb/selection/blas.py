@@ -8,8 +8,10 @@ same 37 µs either way). A selection's products are small, so they run on one th
 
 The thread count is the process's, shared with every other user of numpy: it is lowered
 only while a selection is scoring (the first to enter lowers it, the last to leave puts
-back what it was). threadpoolctl finds the BLAS libraries loaded when the first
-selection scores: numpy's, and another a package bundles (faiss-cpu ships its own).
+back what it was). threadpoolctl finds numpy's BLAS when the first selection scores.
+Only libraries with one process-wide pool are lowered: an OpenMP-threaded BLAS (faiss-cpu
+bundles one; selection's products do not use it) takes a limit per thread, which a
+shared count cannot manage.
 
 threadpoolctl (3.8) lets only one "controlling" thread change a pthreads OpenBLAS and
 silently ignores the others, but selections run on whichever thread calls ``select``
@@ -26,8 +28,9 @@ from threadpoolctl import ThreadpoolController
 
 
 def blas_libraries() -> list[Any]:
-    """threadpoolctl's controller of every BLAS loaded now."""
-    return list(ThreadpoolController().select(user_api="blas").lib_controllers)
+    """threadpoolctl's controller of every BLAS loaded now with a process-wide pool."""
+    found = ThreadpoolController().select(user_api="blas").lib_controllers
+    return [library for library in found if getattr(library, "threading_layer", "") != "openmp"]
 
 
 def set_threads(library: Any, count: int) -> None:
