@@ -29,6 +29,7 @@ from .app import (
     _when,
     add_app,
     app,
+    check_store_url,
 )
 
 
@@ -38,6 +39,7 @@ def init(as_json: JsonOpt = False) -> None:
     _state.as_json = as_json
     with _errors():
         settings = Settings.load(url=_state.db, tenant=_state.tenant)
+        check_store_url(settings.resolved_url, creating=True)
         store = open_store(
             settings.resolved_url, sqlite_busy_timeout_s=settings.sqlite_busy_timeout_s
         )
