@@ -109,3 +109,22 @@ def test_an_agent_run_gets_the_refusal_back_and_ends(reg: Registry) -> None:
     assert result.status != "running" and result.output == "gave up"
     assert RAN == []
     assert reg.calls()[0].error_kind == "arguments"
+
+
+def test_the_cli_answers_exit_2_not_a_traceback(store_url: str) -> None:
+    from typer.testing import CliRunner
+
+    from tooldb.cli import app
+
+    runner = CliRunner()
+    added = runner.invoke(
+        app, ["--db", store_url, "add", "python", "tests.security.test_unstorable_arguments"]
+    )
+    assert added.exit_code == 0, added.output
+    deep = json.dumps({"x": nested(150)})
+    for name, text in [("anything", deep), ("mapping", '{"x": {"\\ud800": 1}}')]:
+        result = runner.invoke(app, ["--db", store_url, "call", name, "--args", text])
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith("error: tool ")
+    with tooldb.open(store_url) as registry:
+        assert [c.error_kind for c in registry.calls()] == ["arguments", "arguments"]
