@@ -287,21 +287,28 @@ def test_sql_tool_that_cannot_run_is_rejected_by_the_registry(
     path = write(tmp_path, "tools.yaml", {"tools": [ADD, query]})
     assert [s.kind for s in read_manifest(path)] == [ToolKind.PYTHON, ToolKind.SQL]
     with pytest.raises(DefinitionError, match="sql tool 'top_customers': returns must be"):
-        registry.add_manifest(path)
+        registry.add_manifest(path, strict=True)
     assert registry.list(include_disabled=True) == []
+    outcomes = registry.add_manifest(path)  # by default: the valid tools, the rest skipped
+    assert [o.record.name for o in outcomes] == ["adder"]
+    assert [s.tool for s in outcomes.skipped] == ["top_customers"]
+    assert "returns must be" in outcomes.skipped[0].reason
 
 
 def test_a_bad_entry_writes_nothing(tmp_path: Path, registry: Registry) -> None:
     path = write(tmp_path, "tools.json", [ADD, ECHO, {"name": "broken"}])
     with pytest.raises(DefinitionError, match="tool #3"):
-        registry.add_manifest(path)
+        registry.add_manifest(path, strict=True)
     assert registry.list(include_disabled=True) == []
+    outcomes = registry.add_manifest(path)
+    assert [o.record.name for o in outcomes] == ["adder", "echo"]
+    assert [s.tool for s in outcomes.skipped] == ["tool #3"]
 
 
 def test_an_unimportable_target_writes_nothing(tmp_path: Path, registry: Registry) -> None:
     path = write(tmp_path, "t.json", [ADD, {**ECHO, "target": "tests.no_such_module:echo"}])
     with pytest.raises(DefinitionError, match=r"tests\.no_such_module"):
-        registry.add_manifest(path)
+        registry.add_manifest(path, strict=True)
     assert registry.list(include_disabled=True) == []
 
 

@@ -23,7 +23,7 @@ from pydantic_core import to_jsonable_python
 from .execution import Outcome
 from .settings import Settings
 from .stores import RunMessages, Store
-from .stores.storable import storable_text
+from .stores.storable import storable_arguments, storable_text
 from .types import ErrorKind, Selection, ToolRecord, ToolResult
 
 
@@ -52,6 +52,11 @@ class Recorder:
         """The ``calls`` row of one call (every column but ``id``)."""
         result = outcome.result
         output = result.output or ""
+        if outcome.error_kind is ErrorKind.ARGUMENTS:  # as given: anything at all
+            stored = storable_arguments(arguments)
+            arguments = stored if isinstance(stored, dict) or stored is None else {"_raw": stored}
+        else:
+            arguments = _jsonable_arguments(arguments)
         return {
             "tenant": self.tenant,
             "tool_id": tool.id,
@@ -59,10 +64,10 @@ class Recorder:
             "tool_version": tool.version,
             "run_id": run_id,
             "session_id": self.session_id,
-            "arguments": _jsonable_arguments(arguments),
+            "arguments": arguments,
             "success": result.success,
             "error_kind": outcome.error_kind.value if outcome.error_kind else None,
-            "error": storable_text(result.error),
+            "error": storable_text(_capped(result.error, self.preview_chars)),
             "output_size": len(output.encode("utf-8", "surrogatepass")),
             "output_preview": storable_text(output[: self.preview_chars]) if output else None,
             "duration_ms": result.duration_ms,
@@ -142,8 +147,23 @@ class HeldRecords:
             selection.decision_id = decision_id
 
 
+def _capped(error: str | None, chars: int) -> str | None:
+    """The error as stored: its first ``chars`` characters (``record_output_chars``,
+    the output preview's size) and a note if it was longer."""
+    if error is None or len(error) <= chars:
+        return error
+    return f"{error[:chars]}... [cut: {len(error)} characters in all]"
+
+
 def _jsonable_arguments(arguments: Any) -> Any:
-    if arguments is None or isinstance(arguments, dict):
-        return to_jsonable_python(arguments, fallback=repr)
-    # Unparseable raw input (bad JSON, a list...): keep it verbatim for the post-mortem.
-    return {"_raw": to_jsonable_python(arguments, fallback=repr)}
+    """Bound arguments as JSON: the binder let through only what the log can store
+    and read back; anything a caller slipped past it still gets recorded, made
+    storable (``storable_arguments``)."""
+    try:
+        if arguments is None or isinstance(arguments, dict):
+            return to_jsonable_python(arguments, fallback=repr)
+        # Unparseable raw input (bad JSON, a list...): kept for the post-mortem.
+        return {"_raw": to_jsonable_python(arguments, fallback=repr)}
+    except (ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
+        stored = storable_arguments(arguments)
+        return stored if isinstance(stored, dict) or stored is None else {"_raw": stored}

@@ -136,6 +136,10 @@ class Settings:
     http_allowed_hosts: tuple[str, ...] = ("public",)
     http_timeout_s: float = 30.0
     http_max_response_bytes: int = 10_000_000
+    #: MCP tools: a result (or error) past this many bytes of text is cut, saying so.
+    mcp_max_result_bytes: int = 10_000_000
+    #: Manifests (``add manifest``): files past this size are refused unread.
+    manifest_max_bytes: int = 10_000_000
     # Secret values by name (auth of HTTP tools stores only the name); env vars also work.
     secrets: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -181,7 +185,8 @@ class Settings:
 
 
 _POSITIVE = (
-    "http_timeout_s", "http_max_response_bytes", "ooda_window_s", "ooda_slow_p95_ms",
+    "http_timeout_s", "http_max_response_bytes", "mcp_max_result_bytes", "manifest_max_bytes",
+    "ooda_window_s", "ooda_slow_p95_ms",
     "ooda_latency_degrade_ratio", "ooda_lock_ttl_s", "agent_max_depth", "agent_held_calls",
 )  # fmt: skip
 _FRACTIONS = (
@@ -276,6 +281,8 @@ _ENV_KEYS = {
     "TOOLDB_HTTP_ALLOWED_HOSTS": "http_allowed_hosts",
     "TOOLDB_HTTP_TIMEOUT": "http_timeout_s",
     "TOOLDB_HTTP_MAX_RESPONSE_BYTES": "http_max_response_bytes",
+    "TOOLDB_MCP_MAX_RESULT_BYTES": "mcp_max_result_bytes",
+    "TOOLDB_MANIFEST_MAX_BYTES": "manifest_max_bytes",
     "TOOLDB_SCRIPT_FORKSERVER": "script_forkserver",
     "TOOLDB_AGENT_HELD_CALLS": "agent_held_calls",
     "TOOLDB_MODEL": "model",

@@ -27,7 +27,7 @@ from ..types import LoopContext, RunResult, RunStatus, SkillSpec, ToolRecord, To
 from . import builtins
 from .access import access_problem
 from .limits import Limits
-from .run_log import RunLog
+from .run_log import RunLog, storable_use
 from .toolbox import Builtin, Toolbox
 from .tracing import Tracer, tracer_for
 from .turn import (
@@ -527,7 +527,7 @@ class _Run:
             result.requires_review = True
             result.review_reason = result.error
         result.data = {
-            "tool_calls": [use.model_dump(mode="json") for use in result.tool_calls],
+            "tool_calls": [storable_use(use) for use in result.tool_calls],
             "skills_loaded": list(self.skills_loaded),
             "state": self.state,  # shared by the run tree: persisted as each run ends
         }

@@ -17,8 +17,8 @@ from pydantic_core import PydanticSerializationError
 
 from ..models.base import Message
 from ..stores import MessageRow, RunMessages, Store
-from ..stores.storable import storable_text, storable_value
-from ..types import RunResult, RunStatus
+from ..stores.storable import storable_arguments, storable_text, storable_value
+from ..types import RunResult, RunStatus, ToolUse
 
 MAX_TASK_CHARS = 100_000
 
@@ -93,11 +93,22 @@ def _storable(message: Message) -> str:
     that PostgreSQL would reject (a NUL) takes ``_json_text``'s clean-up instead."""
     try:
         text = message.model_dump_json(exclude_defaults=True)
-    except PydanticSerializationError:
+    except (PydanticSerializationError, ValueError, RecursionError):
         text = "\\u0000"  # clean up below
     if "\\u0000" not in text:
         return text
-    return _json_text(message.model_dump(mode="json", exclude_defaults=True))
+    try:
+        return _json_text(message.model_dump(mode="json", exclude_defaults=True))
+    except (ValueError, RecursionError):  # a tool call's arguments nested past 255 levels
+        dumped = message.model_dump(mode="python", exclude_defaults=True)
+        return _json_text(storable_arguments(dumped))
+
+
+def storable_use(use: ToolUse) -> dict[str, Any]:
+    """A run's tool use as JSON for its data, whatever arguments the model sent."""
+    row = use.model_dump(mode="json", exclude={"arguments"})
+    row["arguments"] = storable_arguments(use.arguments)
+    return row
 
 
 def _json_text(value: Any) -> str:

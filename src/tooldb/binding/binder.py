@@ -69,12 +69,15 @@ class Binder:
         for name, default, mutable in self._defaults:
             if name not in arguments:
                 arguments[name] = copy.deepcopy(default) if mutable else default
+        unstorable = _unstorable(arguments)
+        if unstorable and unstorable[0].expected != "finite number":
+            self._fail(problems + unstorable)  # before validating a value 10,000 levels deep
         known = (
             {k: v for k, v in arguments.items() if k in self.properties} if problems else arguments
         )
         fast = self._certainly_valid
         invalid = [] if not problems and fast and fast(known) else self._invalid(known)
-        problems += invalid or _non_finite(known)
+        problems += invalid or unstorable  # NaN for a number: as the type check says it
         if problems:
             self._fail(problems)
         return arguments
@@ -200,39 +203,115 @@ class Binder:
         )
 
 
-def _non_finite(arguments: dict[str, Any]) -> list[_Problem]:
-    """NaN and Infinity are not JSON: an open parameter must not carry them into the log."""
-    for value in arguments.values():  # most calls: plain values only, nothing to walk
+#: Arguments nest at most this deep (the arguments object is level 1): deeper values
+#: cannot be serialised into the call log (pydantic stops at 255 levels) nor validated.
+MAX_DEPTH = 100
+#: Integers have at most this many digits: Python reads no longer ones back from JSON.
+MAX_INT_DIGITS = 4000
+_INT_LIMIT = 10**MAX_INT_DIGITS
+
+
+def _unstorable(arguments: dict[str, Any]) -> list[_Problem]:
+    """What the call log could not store or read back, found before the tool runs:
+    NaN and infinities (not JSON), integers past ``MAX_INT_DIGITS``, nesting past
+    ``MAX_DEPTH`` or a value that contains itself, names holding a lone surrogate
+    (not UTF-8; such a *value* is stored escaped)."""
+    for key, value in arguments.items():  # most calls: plain values only, nothing to walk
         kind = type(value)
-        if kind is float:
+        if kind is str or value is None or kind is bool:
+            pass
+        elif kind is int:
+            if value.bit_length() > _INT_BITS:
+                break
+        elif kind is float:
             if not math.isfinite(value):
                 break
-        elif kind not in _SCALARS:
+        else:
+            break
+        if not key.isascii():
             break
     else:
         return []
-    stack: list[tuple[str, Any]] = [("", arguments)]
-    seen: set[int] = set()  # a Python caller may pass a list that contains itself
-    while stack:  # iterative: values may be nested deeper than the recursion limit
-        prefix, container = stack.pop()
-        if id(container) in seen:
+    problem = _first_unstorable(arguments)
+    return [problem] if problem is not None else []
+
+
+def _first_unstorable(arguments: dict[str, Any]) -> _Problem | None:
+    # iterative, depth-first, with exits: values may be nested past the recursion limit,
+    # and a Python caller may pass a list that contains itself
+    stack: list[tuple[str, Any, int, bool]] = [("", arguments, 1, False)]
+    on_path: set[int] = set()
+    done: set[int] = set()
+    while stack:
+        prefix, container, depth, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(container))
+            done.add(id(container))
             continue
-        seen.add(id(container))
-        items = container.items() if isinstance(container, Mapping) else enumerate(container)
+        if id(container) in on_path:
+            return _Problem(f"parameter {_trim(repr(prefix))} contains itself", _top(prefix))
+        if id(container) in done:  # the same object under two names: checked once
+            continue
+        if depth > MAX_DEPTH:  # named by its parameter: the path is 100 levels long
+            top = _top(prefix)
+            text = f"parameter {_trim(repr(top))} is nested too deeply (over {MAX_DEPTH} levels)"
+            return _Problem(text, top)
+        on_path.add(id(container))
+        stack.append((prefix, container, depth, True))
+        mapping = isinstance(container, Mapping)
+        items = container.items() if mapping else enumerate(container)
         for key, value in items:
-            if isinstance(value, float) and not math.isfinite(value):
-                path, shown = _join(prefix, key), _shown(value)
-                text = f"parameter {_trim(repr(path))} expected a finite number, got {shown}"
-                return [_Problem(text, path, "finite number", shown)]
+            if mapping and isinstance(key, str) and not _utf8(key):
+                shown = _trim(ascii(key))
+                text = f"{'parameter ' + repr(prefix) if prefix else 'an argument'} has a name "
+                text += f"that is not valid Unicode (a lone surrogate): {shown}"
+                return _Problem(text, prefix or None, "valid Unicode text", shown)
+            path = _join(prefix, key)
+            problem = _bad_scalar(path, value)
+            if problem is not None:
+                return problem
             if isinstance(value, Mapping | list | tuple):
-                stack.append((_join(prefix, key), value))
-    return []
+                stack.append((path, value, depth + 1, False))
+    return None
 
 
-#: Types whose values cannot be or hold a non-finite number (exactly these types).
-_SCALARS = frozenset({str, int, bool, type(None)})
+def _top(path: str) -> str:
+    """The parameter a nested value's path starts with: ``a`` of ``a.b[0]``."""
+    return re.split(r"[.\[]", path, maxsplit=1)[0]
+
+
+def _bad_scalar(path: str, value: Any) -> _Problem | None:
+    name = _trim(repr(path))
+    if isinstance(value, float) and not math.isfinite(value):
+        shown = _shown(value)
+        return _Problem(
+            f"parameter {name} expected a finite number, got {shown}", path, "finite number", shown
+        )
+    if isinstance(value, int) and value.bit_length() > _INT_BITS and abs(value) >= _INT_LIMIT:
+        shown = f"an integer of {int(value.bit_length() * 0.30103)}+ digits"
+        text = (
+            f"parameter {name} expected an integer of at most {MAX_INT_DIGITS} digits, got {shown}"
+        )
+        return _Problem(text, path, f"integer of at most {MAX_INT_DIGITS} digits", shown)
+    return None
+
+
+def _utf8(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+#: Integers of fewer bits are certainly shorter than MAX_INT_DIGITS digits.
+_INT_BITS = int(MAX_INT_DIGITS * 3.3219) - 1
+
+
 #: Default values that a call may share rather than get a deep copy of.
-_IMMUTABLE = _SCALARS | {float}
+_IMMUTABLE = frozenset({str, int, bool, type(None), float})
 
 
 def _missing(path: str, schema: dict[str, Any], instance: Any) -> list[_Problem]:

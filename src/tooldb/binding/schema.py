@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -89,8 +90,14 @@ _META_VALIDATOR = _META_CLASS(_Validator.META_SCHEMA, format_checker=_META_CLASS
 # -- normalisation (registration time) -------------------------------------------
 
 
-def normalize_parameters(parameters: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Standard JSON Schema or the compact form in; a checked object schema out."""
+def normalize_parameters(
+    parameters: Mapping[str, Any] | None, *, repairs: list[str] | None = None
+) -> dict[str, Any]:
+    """Standard JSON Schema or the compact form in; a checked object schema out.
+
+    Given a ``repairs`` list, a parameter's default that does not match its schema is
+    coerced losslessly (``"250"`` for an integer) or else dropped, each change noted
+    there, instead of failing the definition."""
     if parameters is None or (isinstance(parameters, Mapping) and not parameters):
         schema: dict[str, Any] = {"type": "object", "properties": {}}
     elif not isinstance(parameters, Mapping):
@@ -106,7 +113,7 @@ def normalize_parameters(parameters: Mapping[str, Any] | None) -> dict[str, Any]
     schema.setdefault("properties", {})
     schema.setdefault("additionalProperties", False)
     _check_schema(schema)
-    _check_consistent(schema)
+    _check_consistent(schema, repairs)
     return schema
 
 
@@ -203,7 +210,7 @@ def _alias(kind: str, where: str) -> dict[str, Any]:
         ) from None
 
 
-def _check_consistent(schema: dict[str, Any]) -> None:
+def _check_consistent(schema: dict[str, Any], repairs: list[str] | None = None) -> None:
     """What is valid JSON Schema yet can never bind: a definition error, not a call error."""
     properties = schema["properties"]
     if schema["additionalProperties"] is False:
@@ -225,11 +232,51 @@ def _check_consistent(schema: dict[str, Any]) -> None:
     for name, prop in properties.items():
         if isinstance(prop, dict) and "default" in prop:
             errors = list(validator.evolve(schema=prop).iter_errors(prop["default"]))
-            if errors:
+            if errors and repairs is not None:
+                repairs.append(_repair_default(name, prop, validator, errors[0].message))
+            elif errors:
                 raise DefinitionError(
                     f"parameter {name!r}: default {_shown(prop['default'])} does not match "
                     f"its own schema ({_trim(errors[0].message)})"
                 )
+
+
+def _repair_default(name: str, prop: dict[str, Any], validator: Any, problem: str) -> str:
+    """Coerce a parameter's default losslessly to its type, or drop it; says which."""
+    given = prop["default"]
+    kinds = prop.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds if isinstance(kinds, list) else []
+    for kind in kinds:
+        value = _lossless(given, kind)
+        if value is not _NONE and validator.evolve(schema=prop).is_valid(value):
+            prop["default"] = value
+            return f"parameter {name!r}: default {_shown(given)} coerced to {_shown(value)}"
+    del prop["default"]
+    return f"parameter {name!r}: default {_shown(given)} dropped ({_trim(problem)})"
+
+
+_NONE = object()
+_INTEGER = re.compile(r"[+-]?[0-9]{1,300}")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _lossless(value: Any, kind: str) -> Any:
+    """``value`` as a ``kind`` if it converts without losing anything, else ``_NONE``."""
+    if isinstance(value, str):
+        text = value.strip()
+        if kind == "integer" and _INTEGER.fullmatch(text):
+            return int(text)
+        if kind == "number" and _NUMBER.fullmatch(text) and len(text) < 300:
+            number = float(text)
+            if math.isfinite(number):
+                return int(text) if _INTEGER.fullmatch(text) else number
+        if kind == "boolean" and text.lower() in {"true", "false"}:
+            return text.lower() == "true"
+    elif kind == "string" and type(value) in (int, float) and math.isfinite(value):
+        return str(value)
+    elif kind == "integer" and type(value) is float and value.is_integer():
+        return int(value)
+    return _NONE
 
 
 def _refs(schema: Any) -> Iterator[str]:

@@ -15,17 +15,51 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
 from .. import __version__
-from ..errors import ArgumentError, ToolDBError
+from ..errors import ArgumentError, ToolDBError, UsageError
 from ..registry import Registry, open_registry
+from ..settings import Settings
+
+
+class _Commands(TyperGroup):
+    """The root command group: refuses arguments that are not valid UTF-8 (on POSIX
+    they arrive as lone surrogates, which no store or terminal can take) up front."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        for position, arg in enumerate(args, start=1):
+            if isinstance(arg, str) and not _utf8(arg):
+                shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                sys.stderr.write(
+                    f"error: argument {position} ({shown[:80]}) is not valid UTF-8 text\n"
+                )
+                raise typer.Exit(2)
+        return super().parse_args(ctx, args)
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit(0)
+
 
 app = typer.Typer(
+    cls=_Commands,
     name="tooldb",
     help="tooldb: the tool layer for AI agents as a database and a runtime.",
     no_args_is_help=True,
@@ -66,11 +100,13 @@ def _global(
         str | None,
         typer.Option("--tenant", envvar="TOOLDB_TENANT", help="Tenant (default: default)."),
     ] = None,
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
+        ),
+    ] = False,
 ) -> None:
-    if version:
-        typer.echo(__version__)
-        raise typer.Exit(0)
     _state.db, _state.tenant = db, tenant
     # Like `python -m`, let `add python mymodule` and python targets find the current directory.
     if os.getcwd() not in sys.path:
@@ -82,19 +118,66 @@ def _global(
 def _registry(as_json: bool, *, create: bool = True) -> Iterator[Registry]:
     _state.as_json = as_json
     with _errors():
-        registry = open_registry(_state.db, _state.tenant, create=create)
+        settings = Settings.load(url=_state.db, tenant=_state.tenant)
+        check_store_url(settings.resolved_url, creating=False)
+        registry = open_registry(settings.resolved_url, _state.tenant, create=create)
         try:
             yield registry
         finally:
             registry.close()
 
 
+def check_store_url(url: str, *, creating: bool) -> None:
+    """Refuse, before anything is opened or created, a SQLite URL without a file
+    (``sqlite:///``, ``:memory:``: a registry that vanishes with the command), a file
+    that is not a SQLite database, and, unless ``creating`` (``init``), a database in
+    a directory that does not exist: only ``init`` creates directories. (Other commands
+    still create a new database file in an existing directory, as they always have.)"""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError as UrlError
+
+    if url.split(":", 1)[0].split("+", 1)[0].lower() != "sqlite":
+        return
+    try:
+        database = make_url(url).database
+    except UrlError as exc:
+        raise UsageError(f"--db {url!r} is not a valid store URL: {exc}") from None
+    if not database or database == ":memory:" or database.startswith("file::memory:"):
+        raise UsageError(
+            f"--db {url!r} names no database file: use sqlite:///PATH (an in-memory registry "
+            "would vanish when the command ends)"
+        )
+    if database.startswith("file:"):
+        return
+    path = Path(database).expanduser()
+    if path.is_dir():
+        raise UsageError(f"--db {url!r}: {path} is a directory, not a database file")
+    if not path.exists():
+        if creating or path.parent.is_dir():
+            return
+        raise UsageError(
+            f"no registry at {path} (no directory {path.parent}): run `tooldb init` to create it"
+        )
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(16)
+    except OSError as exc:
+        raise UsageError(f"--db {url!r}: cannot read {path}: {exc.strerror}") from None
+    if header and header != b"SQLite format 3\x00":
+        raise UsageError(f"--db {url!r}: {path} is not a SQLite database")
+
+
 @contextmanager
 def _errors() -> Iterator[None]:
+    from sqlalchemy.exc import DatabaseError
+
     try:
         yield
     except ToolDBError as exc:
         _fail(exc)
+    except DatabaseError as exc:  # a damaged database file, say: not a traceback
+        reason = str(exc.orig or exc).splitlines()[0] if str(exc) else type(exc).__name__
+        _fail(UsageError(f"the store cannot be used: {reason}"))
 
 
 def _fail(exc: ToolDBError) -> NoReturn:

@@ -29,6 +29,7 @@ from .app import (
     _when,
     add_app,
     app,
+    check_store_url,
 )
 
 
@@ -38,6 +39,7 @@ def init(as_json: JsonOpt = False) -> None:
     _state.as_json = as_json
     with _errors():
         settings = Settings.load(url=_state.db, tenant=_state.tenant)
+        check_store_url(settings.resolved_url, creating=True)
         store = open_store(
             settings.resolved_url, sqlite_busy_timeout_s=settings.sqlite_busy_timeout_s
         )
@@ -67,17 +69,34 @@ def _warn_embedding(registry: Registry) -> None:
         )
 
 
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict", help="All or nothing: fail on any tool that cannot be imported as written."
+    ),
+]
+
+
 def _report_added(outcomes: list[PutOutcome], as_json: bool) -> None:
+    skipped = getattr(outcomes, "skipped", [])
+    repaired = getattr(outcomes, "repaired", [])
     if as_json:
-        _print_json(
-            {
-                "tools": [
-                    {"name": o.record.name, "version": o.record.version, "status": o.status}
-                    for o in outcomes
-                ]
-            }
-        )
+        document: dict[str, Any] = {
+            "tools": [
+                {"name": o.record.name, "version": o.record.version, "status": o.status}
+                for o in outcomes
+            ]
+        }
+        if hasattr(outcomes, "skipped"):
+            document["skipped"] = [{"tool": s.tool, "reason": s.reason} for s in skipped]
+            document["repaired"] = [{"tool": r.tool, "reason": r.reason} for r in repaired]
+        _print_json(document)
+        _none_imported(outcomes, skipped)
         return
+    for item in repaired:
+        _out.print(f"  repaired {_text(item.tool)}: {_text(item.reason)}")
+    for item in skipped:
+        _out.print(f"  skipped  {_text(item.tool)}: {_text(item.reason)}")
     counts = {
         s: sum(1 for o in outcomes if o.status == s) for s in ("created", "updated", "unchanged")
     }
@@ -89,7 +108,17 @@ def _report_added(outcomes: list[PutOutcome], as_json: bool) -> None:
     _out.print(
         f"{len(outcomes)} tools: {counts['created']} created, {counts['updated']} updated, "
         f"{counts['unchanged']} unchanged"
+        + (f"; {len(skipped)} skipped, {len(repaired)} repaired" if skipped or repaired else "")
     )
+    _none_imported(outcomes, skipped)
+
+
+def _none_imported(outcomes: list[PutOutcome], skipped: list[Any]) -> None:
+    """Exit 2 when every tool was skipped: nothing was imported."""
+    if skipped and not outcomes:
+        first = skipped[0]
+        sys.stderr.write(f"error: no tool could be imported ({first.tool}: {first.reason})\n")
+        raise typer.Exit(2)
 
 
 @add_app.command("python")
@@ -106,13 +135,19 @@ def add_python(
 @add_app.command("manifest")
 def add_manifest(
     file: Annotated[Path, typer.Argument(help="YAML, JSON or JSON Lines manifest.")],
+    strict: StrictOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Register the tools of a manifest (all or none), then embed the new ones."""
+    """Register the tools of a manifest, then embed the new ones.
+
+    A tool that is invalid is skipped, and a parameter default of the wrong type is
+    coerced losslessly ("250" for an integer) or dropped; each is listed with its
+    reason. --strict: all or nothing. Files past manifest_max_bytes are refused.
+    """
     from .selection import embedding_progress
 
     with _registry(as_json) as registry, embedding_progress(as_json) as progress:
-        outcomes = registry.add_manifest(file, progress=progress)
+        outcomes = registry.add_manifest(file, strict=strict, progress=progress)
     _report_added(outcomes, as_json)
     _warn_embedding(registry)
 
@@ -135,14 +170,19 @@ def add_mcp(
     timeout: Annotated[
         float | None, typer.Option(help="Seconds before a call to one of its tools is stopped.")
     ] = None,
+    strict: StrictOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Register every tool of an MCP server: `add mcp --name NAME -- COMMAND ARGS...`
-    or `add mcp --name NAME --url URL`."""
+    or `add mcp --name NAME --url URL`.
+
+    A tool that cannot be imported (a name too long, a remote $ref, two names that
+    collide) is skipped and listed with its reason; --strict: all or nothing.
+    """
     with _registry(as_json) as registry:
         outcomes = registry.add_mcp(
             name, command=command or None, url=url, env=env or (), category=category,
-            timeout_s=timeout,
+            timeout_s=timeout, strict=strict,
         )  # fmt: skip
     _report_added(outcomes, as_json)
 

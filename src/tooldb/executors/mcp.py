@@ -7,7 +7,9 @@ is enough to start the server from any process.
 
 The ``CallToolResult`` becomes: text content joined into ``output``;
 ``structuredContent``, else the text parsed as JSON, else the text, into
-``data``; ``isError`` an ``ExecutionError`` carrying the server's text.
+``data``; ``isError`` an ``ExecutionError`` carrying the server's text. A result or
+error whose text passes ``max_result_bytes`` (setting ``mcp_max_result_bytes``) is
+cut there and says so; structured content that large is dropped.
 """
 
 from __future__ import annotations
@@ -41,8 +43,11 @@ class McpExecutor:
 
     kind = ToolKind.MCP
 
-    def __init__(self, sessions: SessionManager | None = None) -> None:
+    def __init__(
+        self, sessions: SessionManager | None = None, *, max_result_bytes: int = 10_000_000
+    ) -> None:
         self._owns_sessions = sessions is None
+        self.max_result_bytes = max_result_bytes
         self.sessions = sessions or SessionManager()
         self._configs: dict[str, tuple[str, ServerConfig]] = {}
 
@@ -64,14 +69,14 @@ class McpExecutor:
     def run(self, tool: ToolRecord, arguments: dict[str, Any], timeout_s: float | None) -> Any:
         remote, config = self._resolve(tool)
         result = self.sessions.call_tool(config, remote, arguments, timeout_s, tool.name)
-        return rendered(result, tool.name)
+        return rendered(result, tool.name, self.max_result_bytes)
 
     async def arun(
         self, tool: ToolRecord, arguments: dict[str, Any], timeout_s: float | None
     ) -> Any:
         remote, config = self._resolve(tool)
         result = await self.sessions.acall_tool(config, remote, arguments, timeout_s, tool.name)
-        return rendered(result, tool.name)
+        return rendered(result, tool.name, self.max_result_bytes)
 
     def close(self) -> None:
         if self._owns_sessions:
@@ -96,18 +101,40 @@ class McpExecutor:
         return resolved
 
 
-def rendered(result: CallToolResult, label: str) -> Rendered:
-    """Split a CallToolResult into what a model reads and the structured value."""
+def rendered(result: CallToolResult, label: str, max_bytes: int = 10_000_000) -> Rendered:
+    """Split a CallToolResult into what a model reads and the structured value; text
+    past ``max_bytes`` is cut, with a note saying so."""
     text = "\n".join(_block_text(block) for block in result.content)
+    text, cut = _capped(text, max_bytes)
     if result.is_error:
         raise ExecutionError(text or f"MCP tool {label!r} reported an error without a message")
     if result.structured_content is not None:
         data = result.structured_content
-        return Rendered(text or json.dumps(data, ensure_ascii=False), data)
+        shown, data_cut = _capped(text or json.dumps(data, ensure_ascii=False), max_bytes)
+        if cut or data_cut:  # a value cut in half is not the value: no data
+            return Rendered(shown, None)
+        return Rendered(shown, data)
+    if cut:
+        return Rendered(text, None)
     try:
         return Rendered(text, json.loads(text))
     except ValueError:
         return Rendered(text, text if text else None)
+
+
+def _capped(text: str, max_bytes: int) -> tuple[str, bool]:
+    """The text, at most ``max_bytes`` of UTF-8 and a note if it had to be cut."""
+    if len(text) <= max_bytes // 4:  # certainly within the cap
+        return text, False
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= max_bytes:
+        return text, False
+    kept = data[:max_bytes].decode("utf-8", "ignore")
+    note = (
+        f"\n[cut: the MCP result was {len(data)} bytes, more than mcp_max_result_bytes"
+        f" ({max_bytes})]"
+    )
+    return kept + note, True
 
 
 def _block_text(block: Any) -> str:

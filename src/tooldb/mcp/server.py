@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -263,11 +265,13 @@ def build_server(source: ToolSource) -> Server[Any]:
     from mcp.types import CallToolRequestParams, ListToolsResult
 
     async def on_list_tools(_ctx: Any, _params: Any) -> ListToolsResult:
-        return ListToolsResult(tools=await anyio.to_thread.run_sync(source.list_tools))
+        with _internal_errors_hidden():
+            return ListToolsResult(tools=await anyio.to_thread.run_sync(source.list_tools))
 
     async def on_call_tool(_ctx: Any, params: CallToolRequestParams) -> CallToolResult:
         arguments = dict(params.arguments or {})
-        return await anyio.to_thread.run_sync(source.call_tool, params.name, arguments)
+        with _internal_errors_hidden():
+            return await anyio.to_thread.run_sync(source.call_tool, params.name, arguments)
 
     return Server(
         "tooldb",
@@ -276,6 +280,25 @@ def build_server(source: ToolSource) -> Server[Any]:
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
+
+
+INTERNAL_MESSAGE = "tooldb failed to handle this request; the server's log has the details"
+
+
+@contextmanager
+def _internal_errors_hidden() -> Iterator[None]:
+    """What went wrong inside (a store's failure names its URL) goes to the server's
+    stderr; the client gets JSON-RPC INTERNAL_ERROR with a message that names nothing."""
+    from mcp import MCPError
+    from mcp.types import INTERNAL_ERROR
+
+    try:
+        yield
+    except MCPError:
+        raise
+    except Exception as exc:  # anything else is the server's failure
+        sys.stderr.write(f"tooldb mcp: {type(exc).__name__}: {exc}\n")
+        raise MCPError(INTERNAL_ERROR, INTERNAL_MESSAGE) from None
 
 
 def serve_stdio(source: ToolSource) -> None:

@@ -50,7 +50,7 @@ from ..types import (
 )
 from .calls import CallPath
 from .catalog import Catalog
-from .manifests import read_manifest, spec_from_mapping
+from .manifests import Found, Imported, Skipped, find_manifest, spec_from_mapping
 
 if TYPE_CHECKING:
     from ..executors.mcp import McpExecutor
@@ -164,10 +164,19 @@ class Registry(CallPath, Catalog):
         return self.register([spec for spec, _ in found])
 
     def add_manifest(
-        self, path: str | Path, *, progress: Progress | None = None
-    ) -> list[PutOutcome]:
-        """Register every tool of a YAML/JSON/JSONL manifest, all or none."""
-        return self.register(read_manifest(path, progress=progress), progress=progress)
+        self, path: str | Path, *, strict: bool = False, progress: Progress | None = None
+    ) -> Imported:
+        """Register the tools of a YAML/JSON/JSONL manifest: an invalid tool is skipped, a
+        wrong parameter default coerced losslessly or dropped, each in the result's
+        ``skipped``/``repaired`` with its reason; ``strict``: all or none."""
+        max_bytes = self.settings.manifest_max_bytes
+        found = find_manifest(path, progress=progress, strict=strict, max_bytes=max_bytes)
+        return self._register_found(found, strict, progress)
+
+    def _register_found(self, found: Found, strict: bool, progress: Progress | None) -> Imported:
+        check = lambda spec: executor_for(self.executors, spec.kind).check(spec)  # noqa: E731
+        specs = found.specs if strict else found.runnable(check)
+        return Imported(self.register(specs, progress=progress), found.skipped, found.repaired)
 
     def add_openapi(
         self,
@@ -203,11 +212,14 @@ class Registry(CallPath, Catalog):
         env: Sequence[str] = (),
         category: str | None = None,
         timeout_s: float | None = None,
-    ) -> list[PutOutcome]:
+        strict: bool = False,
+    ) -> Imported:
         """Connect to an MCP server (a stdio ``command`` or a streamable-HTTP ``url``), list
         its tools and register each as ``NAME__TOOL`` (kind ``mcp``, schema from the server).
 
-        ``env`` names environment variables passed through to a stdio server at start.
+        ``env`` names environment variables passed through to a stdio server at start. A
+        tool that cannot be imported is skipped and a wrong default repaired, as for
+        manifests (``strict``: all or none).
         """
         from ..mcp.config import ServerConfig
         from ..mcp.importer import import_server
@@ -219,10 +231,12 @@ class Registry(CallPath, Catalog):
         config = (
             ServerConfig.http(url) if url is not None else ServerConfig.stdio(command or [], env)
         )
-        specs = import_server(
-            self._mcp().sessions, name, config, category=category, timeout_s=timeout_s
-        )
-        return self.register(specs)
+        specs, skipped, repaired = import_server(
+            self._mcp().sessions, name, config, category=category, timeout_s=timeout_s,
+            strict=strict,
+        )  # fmt: skip
+        found = Found(specs, [Skipped(*s) for s in skipped], [Skipped(*r) for r in repaired])
+        return self._register_found(found, strict, None)
 
     def add_builtin_tools(self) -> list[PutOutcome]:
         """Register tooldb's built-in tools (``analyze_system_state``,
