@@ -22,6 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the padding tools' module
@@ -45,9 +46,14 @@ async def nap(seconds: float) -> str:
     return "ok"
 
 
-def open_registry(url: str | None, tools: int = 0, tenant: str = "default") -> Registry:
+def open_registry(
+    url: str | None, tools: int = 0, tenant: str = "default", held_calls: int | None = None
+) -> Registry:
     url = url or f"sqlite:///{Path(tempfile.mkdtemp()) / 'bench.db'}"
-    reg = tooldb.open(url, settings=Settings(url=url, embedder="hash", tenant=tenant))
+    settings = Settings(url=url, embedder="hash", tenant=tenant)
+    if held_calls is not None:  # None: the default (every call committed before the model)
+        settings = replace(settings, agent_held_calls=held_calls)
+    reg = tooldb.open(url, settings=settings)
     reg.add(add, nap)
     if tools:
         reg.add(*[
@@ -120,9 +126,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--db", default=None, help="store URL (default: a fresh SQLite file)")
+    parser.add_argument(
+        "--held-calls",
+        type=int,
+        default=None,
+        help="agent_held_calls (default: the setting's default; 64: the opt-in group commit)",
+    )
     args = parser.parse_args()
-    reg = open_registry(args.db)
-    big = open_registry(args.db, tools=1000, tenant="bench-1000-tools")
+    reg = open_registry(args.db, held_calls=args.held_calls)
+    big = open_registry(args.db, tools=1000, tenant="bench-1000-tools", held_calls=args.held_calls)
     big.select("add two integers", 8)  # build the index once, as a long-lived process would
     s1(reg, 5, ["add"])  # warm up imports and caches
     s1(big, 5, None)

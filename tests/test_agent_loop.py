@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 import tests.sample_tools as st
+import tooldb
 from tooldb import Registry
 from tooldb.agents import AgentLoop, Limits
 from tooldb.errors import ModelError, NotFound
@@ -20,6 +23,18 @@ from tooldb.types import RunStatus
 def reg(registry: Registry) -> Registry:
     registry.add(st.add, st.echo, st.fail, st.sleep_async, st.whoami)
     return registry
+
+
+#: The opt-in group commit the tests of grouping use (the default, 1, groups nothing).
+GROUP = 64
+
+
+@pytest.fixture
+def grouped(reg: Registry) -> Iterator[Registry]:
+    """``reg``'s tools with group commit opted into (``agent_held_calls = GROUP``)."""
+    settings = replace(reg.settings, agent_held_calls=GROUP)
+    with tooldb.open(settings.resolved_url, settings=settings) as registry:
+        yield registry
 
 
 def test_answers_after_a_tool_call_and_persists_the_run(reg: Registry) -> None:
@@ -224,7 +239,7 @@ def _appends(reg: Registry, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 
 
 def test_a_lone_calls_turn_commits_with_its_call_record(
-    reg: Registry, monkeypatch: pytest.MonkeyPatch
+    grouped: Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A turn of one call writes its messages in the call record's transaction; what
     happens without a wait is held and committed together: the task before the first
@@ -234,6 +249,7 @@ def test_a_lone_calls_turn_commits_with_its_call_record(
     # Any successful call counts as quick: on a loaded machine a trivial call can take
     # over QUICK_MS, which would add a commit (test_a_slow_tool_commits_before_it_runs)
     monkeypatch.setattr("tooldb.agents.loop.QUICK_MS", 1e9)
+    reg = grouped
     sizes = _group_commits(reg, monkeypatch)
     model = ScriptedModel(
         [
@@ -270,9 +286,12 @@ def test_a_lone_calls_turn_commits_with_its_call_record(
     assert sorted(u.call_id for u in result.tool_calls if u.call_id is not None) == ran
 
 
-def test_a_slow_tool_commits_before_it_runs(reg: Registry, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_slow_tool_commits_before_it_runs(
+    grouped: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A tool whose last call in the run took QUICK_MS or more may block: what is held
     is committed before each of its calls; a quick one's calls stay in the group."""
+    reg = grouped
     sizes = _group_commits(reg, monkeypatch)
     turns = [call("add", {"a": i, "b": 1}) for i in range(3)]
     monkeypatch.setattr("tooldb.agents.loop.QUICK_MS", 0.0)  # nothing is quick
@@ -336,13 +355,12 @@ def _group_commits(reg: Registry, monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_turns_that_do_not_wait_are_committed_in_groups(
-    reg: Registry, monkeypatch: pytest.MonkeyPatch
+    grouped: Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A model that answers at once and a quick tool: the task, then 150 turns in 3
-    commits (64 at most each), every call recorded with its id and messages, the
-    statistics exact."""
-    from tooldb.recording import HELD_MAX
-
+    """Group commit opted into (``agent_held_calls = 64``), a model that answers at once
+    and a quick tool: the task, then 150 turns in 3 commits (64 at most each), every call
+    recorded with its id and messages, the statistics exact."""
+    held, reg = GROUP, grouped
     # a call that happens to take 1 ms (a collection, a page fault on a busy machine)
     # would add a commit: test_a_slow_tool_commits_before_it_runs covers that
     monkeypatch.setattr("tooldb.agents.loop.QUICK_MS", 1e9)
@@ -356,7 +374,7 @@ def test_turns_that_do_not_wait_are_committed_in_groups(
     limits = Limits(max_iterations=turns + 2, max_tool_calls=turns)
     result = AgentLoop(reg, model, tools=["add"], limits=limits).run("add a lot")
     assert result.status is RunStatus.SUCCESS and len(result.tool_calls) == turns
-    assert sizes == [0, HELD_MAX, HELD_MAX, turns - 2 * HELD_MAX]  # 0: the task alone
+    assert sizes == [0, held, held, turns - 2 * held]  # 0: the task alone
     recorded = reg.calls(run_id=result.run_id, limit=1000)
     assert sorted(c.id for c in recorded) == [u.call_id for u in result.tool_calls]
     assert reg.get("add").stats.usage_count == turns
@@ -368,16 +386,13 @@ def test_turns_that_do_not_wait_are_committed_in_groups(
     assert [u["call_id"] for u in data["tool_calls"]] == [u.call_id for u in result.tool_calls]
 
 
-def test_held_calls_can_be_set_to_commit_every_call(
+def test_by_default_every_call_is_committed_before_the_model_sees_it(
     reg: Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``agent_held_calls = 1``: nothing held, so a killed process loses no turn (each
-    call is in the store before the next model turn, even with no wait between)."""
-    from dataclasses import replace
-
-    import tooldb
-
-    settings = replace(reg.settings, agent_held_calls=1)
+    """``agent_held_calls = 1`` (the default): nothing held, so a killed process loses no
+    call (each is in the store before the next model turn, even with no wait between)."""
+    settings = reg.settings
+    assert settings.agent_held_calls == 1
     with tooldb.open(settings.resolved_url, settings=settings) as strict:
         strict.add(st.add)
         sizes = _group_commits(strict, monkeypatch)

@@ -6,11 +6,14 @@ writers keep the figures exact. Calls rejected at binding are logged too
 (``error_kind = arguments``) but do not count against the tool's success rate:
 a caller's bad arguments are not the tool failing.
 
-One exception, for speed: an agent run whose turns follow each other without
-waiting (a scripted or cached model, quick synchronous tools) holds its calls'
-records back (``HeldRecords``) and commits them together, as soon as it is about
-to wait on anything, every ``HELD_MAX`` calls, and when it ends: one commit per
-group of turns instead of one per turn. See docs/agents.md.
+An agent run writes each call's record with its turn's messages through
+``HeldRecords``: by default (``agent_held_calls = 1``) committed before the result
+goes back to the model. Opting into group commit (``agent_held_calls = N``) holds
+the records of turns that follow each other without waiting (a scripted or cached
+model, quick synchronous tools) and commits them together, as soon as the run is
+about to wait on anything, every N calls, and when it ends: one commit per group of
+turns instead of one per turn, at the price of what a killed process loses (the
+held calls). See docs/agents.md.
 """
 
 from __future__ import annotations
@@ -75,9 +78,8 @@ class Recorder:
         }
 
 
-#: A run holds at most this many calls' records back (bounds memory, and what a
-#: killed process can lose); the default of ``Settings.agent_held_calls``.
-HELD_MAX = 64
+#: The default of ``Settings.agent_held_calls``: every call committed at once.
+HELD_MAX = 1
 
 
 class HeldRecords:

@@ -91,11 +91,14 @@ class Settings:
     agent_timeout_s: float = 300.0
     #: Agents calling agents (kind ``agent``): how deep a chain may go.
     agent_max_depth: int = 3
-    #: Group commit (docs/agents.md): at most this many calls' records an agent run holds
-    #: between two commits when nothing waits. What a killed process can lose; 1 commits
-    #: every call (a scripted run is then ~1.6x slower a turn: 113 -> 178-190 µs on a disk
-    #: that measured it; a real model's run is not).
-    agent_held_calls: int = 64
+    #: Agent runs' records (docs/agents.md): 1 (the default) commits every call before
+    #: its result goes back to the model, so a killed process loses no executed call.
+    #: N > 1 opts into group commit: up to N calls held between commits while nothing
+    #: waits (what a killed process can lose; a scripted run's turn is cheaper).
+    agent_held_calls: int = 1
+    #: A running run's lease (s): renewed by its process every quarter of it; a run
+    #: whose lease expired is marked ``interrupted`` by the next open or sweep.
+    agent_run_lease_s: float = 60.0
     #: OODA (ooda/optimize.py, docs/ooda.md): the analysis window, then the findings'
     #: thresholds, the act policy, and the per-tenant cycle lease.
     ooda_window_s: float = 7 * 86400.0
@@ -188,6 +191,7 @@ _POSITIVE = (
     "http_timeout_s", "http_max_response_bytes", "mcp_max_result_bytes", "manifest_max_bytes",
     "ooda_window_s", "ooda_slow_p95_ms",
     "ooda_latency_degrade_ratio", "ooda_lock_ttl_s", "agent_max_depth", "agent_held_calls",
+    "agent_run_lease_s",
 )  # fmt: skip
 _FRACTIONS = (
     "ooda_low_success_rate", "ooda_alpha", "ooda_degrade_min_drop",
@@ -285,6 +289,7 @@ _ENV_KEYS = {
     "TOOLDB_MANIFEST_MAX_BYTES": "manifest_max_bytes",
     "TOOLDB_SCRIPT_FORKSERVER": "script_forkserver",
     "TOOLDB_AGENT_HELD_CALLS": "agent_held_calls",
+    "TOOLDB_AGENT_RUN_LEASE": "agent_run_lease_s",
     "TOOLDB_MODEL": "model",
     "TOOLDB_MODEL_BASE_URL": "model_base_url",
     "TOOLDB_OODA_WINDOW": "ooda_window_s",

@@ -306,6 +306,9 @@ class RunStatus(StrEnum):
     SUCCESS = "success"
     ERROR = "error"
     PARTIAL = "partial"  # a limit stopped it: requires review, keeps what it gathered
+    #: Its process stopped before the run ended (killed, crashed, interrupted): found
+    #: by its lease expiring (agents/leases.py), or said by the run itself on the way out.
+    INTERRUPTED = "interrupted"
 
 
 class ToolUse(BaseModel):

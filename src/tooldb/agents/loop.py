@@ -11,6 +11,7 @@ run's id, so the run can be replayed and explained.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 import uuid
@@ -163,6 +164,7 @@ class _Run:
             model=loop.model.id,
             parent_run_id=parent.run_id if parent else None,
             metadata={"limits": self.limits.as_json(), "tool_choice": loop.tool_choice.mode},
+            lease_s=self.registry.settings.agent_run_lease_s,
         )
 
     # -- the loop ----------------------------------------------------------
@@ -177,6 +179,9 @@ class _Run:
                 result = self._result(RunStatus.ERROR, error=f"{type(exc).__name__}: {exc}")
                 result.requires_review = True
                 result.review_reason = "the run failed inside tooldb"
+            except BaseException as exc:  # KeyboardInterrupt, SystemExit: the process goes
+                self._interrupted(type(exc).__name__)
+                raise
             self._finish(result)
             span.set_result(result)
             return result
@@ -508,6 +513,14 @@ class _Run:
         result.requires_review = True
         result.review_reason = error
         return result
+
+    def _interrupted(self, why: str) -> None:
+        """End the run row as ``interrupted`` on the way out of a process that stops."""
+        result = self._result(RunStatus.INTERRUPTED, output=self._gathered())
+        result.requires_review = True
+        result.review_reason = f"the run was interrupted ({why})"
+        with contextlib.suppress(Exception):  # the store is away: the lease will expire
+            self._finish(result)
 
     def _gathered(self) -> str:
         """The best answer so far: the model's last words, else the last good tool output."""

@@ -75,6 +75,7 @@ class Router:
             model=self.model.id if self.model else None,
             parent_run_id=parent_run_id,
             metadata={"k": self.k, "attempts": self.attempts},
+            lease_s=self.registry.settings.agent_run_lease_s,
         )
         log.add(0, [Message.user(task)])
         history: list[ToolUse] = []

@@ -1,10 +1,12 @@
 """Persistence of one agent run: the run row, then its messages as they happen.
 
-The row is written when the run starts (status ``running``), messages after every
-model turn and every batch of tool results, and the outcome when it ends; a run
-that is killed midway still shows its task and conversation up to that point. A
-turn of one call has its messages written in the transaction of that call's record
-(``rows``; agents/loop.py), so the record and the turn are committed together.
+The row is written when the run starts (status ``running``, with its process as
+``owner`` and a lease this process renews while the run is under way: leases.py),
+messages after every model turn and every batch of tool results, and the outcome
+when it ends; a run that is killed midway still shows its task and conversation up
+to that point, and is marked ``interrupted`` once its lease expires. A turn of one
+call has its messages written in the transaction of that call's record (``rows``;
+agents/loop.py), so the record and the turn are committed together.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ..models.base import Message
 from ..stores import MessageRow, RunMessages, Store
 from ..stores.storable import storable_arguments, storable_text, storable_value
 from ..types import RunResult, RunStatus, ToolUse
+from .leases import leases_for, owner_id
 
 MAX_TASK_CHARS = 100_000
 
@@ -36,11 +39,13 @@ class RunLog:
         model: str | None = None,
         parent_run_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        lease_s: float = 60.0,
     ) -> None:
         self.store = store
         self.run_id = run_id
         self._seq = 0
         self.started_at = time.time()
+        self._leases = leases_for(store)
         store.create_run(
             {
                 "id": run_id,
@@ -53,8 +58,11 @@ class RunLog:
                 "status": RunStatus.RUNNING.value,
                 "metadata": metadata or {},
                 "started_at": self.started_at,
+                "owner": owner_id(),
+                "lease_expires_at": self.started_at + lease_s,
             }
         )
+        self._leases.hold(run_id, lease_s, self)
 
     def add(self, iteration: int, messages: list[Message]) -> None:
         self.store.append_run_messages(self.run_id, self.rows(iteration, messages)[1])
@@ -69,6 +77,7 @@ class RunLog:
         return self.run_id, rows
 
     def finish(self, result: RunResult) -> None:
+        self._leases.release(self.run_id)
         self.store.finish_run(
             self.run_id,
             {

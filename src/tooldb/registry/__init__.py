@@ -9,6 +9,7 @@ the agent loops reach it as an ``AgentRuntime`` handed down by ``tooldb/__init__
 from __future__ import annotations
 
 import builtins
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from ..openapi import OpenAPIImport
 
 ToolLike = ToolSpec | Mapping[str, Any] | Callable[..., Any]
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -568,7 +570,12 @@ def open_registry(
                 f"registry {store.url} has schema revision {revision!r}, this tooldb expects "
                 f"{HEAD!r}: run `tooldb init` to create or upgrade it"
             )
-        return Registry(store, settings, tenant=tenant)
+        registry = Registry(store, settings, tenant=tenant)
     except BaseException:
         store.close()
         raise
+    try:
+        registry.sweep_runs()  # runs whose process died are marked, never left running
+    except StoreError as exc:  # a read-only or busy store: open anyway, sweep later
+        logger.debug("could not sweep interrupted runs: %s", exc)
+    return registry

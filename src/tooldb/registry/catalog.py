@@ -84,6 +84,11 @@ class Catalog:
             for row in self.store.list_agents(self.tenant)
         ]
 
+    def sweep_runs(self) -> builtins.list[str]:
+        """Mark ``interrupted`` this tenant's runs left ``running`` by a process that died
+        (their lease expired: agents/leases.py); their ids. ``tooldb.open`` does it."""
+        return self.store.interrupt_expired_runs(self.tenant)
+
 
 _SKILL_FIELDS = set(SkillSpec.model_fields)
 

@@ -19,14 +19,16 @@ import sqlalchemy as sa
 from sqlalchemy.pool import PoolProxiedConnection
 
 from ..types import RunRecord, RunStatus
-from .schema import agents, decisions, run_messages, runs, skills
+from .schema import agents, calls, decisions, run_messages, runs, skills
 
 #: (seq, iteration, role, the message as JSON text)
 MessageRow = tuple[int, int, str, str]
 #: Messages of one run to append: (run_id, rows).
 RunMessages = tuple[str, Sequence[MessageRow]]
 
-_RUN_COLUMNS = [c.name for c in runs.columns if c.name not in {"data", "metadata"}]
+_RUN_COLUMNS = [
+    c.name for c in runs.columns if c.name not in {"data", "metadata", "owner", "lease_expires_at"}
+]
 
 
 class AgentRows:
@@ -59,6 +61,66 @@ class AgentRows:
         params = tuple(values[c] for c in _RUN_END)
         sql = _FINISH_RUN[self.dialect]
         self._write_prebuilt(lambda cursor: cursor.execute(sql, (*params, run_id)))
+
+    def renew_run_leases(self, run_ids: Sequence[str], expires_at: float) -> int:
+        """Extend the leases of these runs (those still ``running``); how many were."""
+        if not run_ids:
+            return 0
+        query = (
+            runs.update()
+            .where(runs.c.id.in_(list(run_ids)), runs.c.status == RunStatus.RUNNING.value)
+            .values(lease_expires_at=expires_at)
+        )
+        with self._guard(), self.engine.begin() as conn:
+            return int(conn.execute(query).rowcount or 0)
+
+    def interrupt_expired_runs(self, tenant: str, now: float | None = None) -> list[str]:
+        """Mark ``interrupted`` the tenant's ``running`` runs whose lease expired before
+        ``now``: their process stopped renewing it (killed, crashed, its host gone). Each
+        gets the calls and iterations it recorded; returns their ids. A read first (the
+        partial index ``ix_runs_running``), so a sweep with nothing to do writes nothing."""
+        now = time.time() if now is None else now
+        expired = (
+            runs.c.tenant == tenant,
+            runs.c.status == RunStatus.RUNNING.value,
+            runs.c.lease_expires_at < now,
+        )
+        with self._guard(), self._reader.connect() as conn:
+            found = [row[0] for row in conn.execute(sa.select(runs.c.id).where(*expired))]
+        if not found:
+            return []
+        reason = (
+            "the process running it stopped before it ended (its lease expired): "
+            "killed, crashed or cut off"
+        )
+        made_calls = (
+            sa.select(sa.func.count()).select_from(calls).where(calls.c.run_id == runs.c.id)
+        ).scalar_subquery()
+        turns = (
+            sa.select(sa.func.coalesce(sa.func.max(run_messages.c.iteration) + 1, 0))
+            .where(run_messages.c.run_id == runs.c.id)
+            .scalar_subquery()
+        )
+        interrupted: list[str] = []
+        with self._guard(), self.engine.begin() as conn:
+            for start in range(0, len(found), 500):
+                chunk = found[start : start + 500]
+                result = conn.execute(
+                    runs.update()
+                    .where(runs.c.id.in_(chunk), *expired)  # not renewed meanwhile
+                    .values(
+                        status=RunStatus.INTERRUPTED.value,
+                        error=reason,
+                        requires_review=True,
+                        review_reason=reason,
+                        tool_calls=made_calls,
+                        iterations=turns,
+                        ended_at=runs.c.lease_expires_at,
+                    )
+                    .returning(runs.c.id)
+                )
+                interrupted.extend(row[0] for row in result)
+        return interrupted
 
     def _write_prebuilt(self, statements: Callable[[Any], object]) -> None:
         """One committed transaction of prebuilt SQL run by ``statements(cursor)``. These
@@ -201,7 +263,7 @@ class AgentRows:
 
 _RUN_START = (
     "id", "tenant", "parent_run_id", "agent", "mode", "model", "task", "status", "metadata",
-    "started_at",
+    "started_at", "owner", "lease_expires_at",
 )  # fmt: skip
 _RUN_END = (
     "status", "output", "data", "error", "requires_review", "review_reason", "iterations",
@@ -211,7 +273,9 @@ _JSON_COLUMNS = {"metadata", "data"}
 
 
 _INSERT_RUN = {
-    "sqlite": f"INSERT INTO runs ({', '.join(_RUN_START)}) VALUES ({', '.join('?' * 10)})",
+    "sqlite": f"INSERT INTO runs ({', '.join(_RUN_START)}) VALUES ("
+    + ", ".join("?" for _ in _RUN_START)
+    + ")",
     "postgresql": f"INSERT INTO runs ({', '.join(_RUN_START)}) VALUES ("
     + ", ".join("%s::jsonb" if c in _JSON_COLUMNS else "%s" for c in _RUN_START)
     + ")",

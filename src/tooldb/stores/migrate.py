@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-HEAD = "0006_tenant_isolation"
+HEAD = "0007_run_leases"
 VERSION_TABLE = "alembic_version"
 
 

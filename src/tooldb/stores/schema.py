@@ -179,9 +179,22 @@ runs = sa.Table(
     sa.Column("metadata", Json, nullable=False),
     sa.Column("started_at", sa.Float, nullable=False),
     sa.Column("ended_at", sa.Float, nullable=True),
+    # The process running it (host:pid:nonce) and until when it is known alive: renewed
+    # while the run is under way, so a ``running`` run whose lease expired lost its
+    # process and is marked ``interrupted`` (migration 0007, agents/leases.py).
+    sa.Column("owner", sa.Text, nullable=True),
+    sa.Column("lease_expires_at", sa.Float, nullable=True),
 )
 sa.Index("ix_runs_tenant_started", runs.c.tenant, runs.c.started_at)
 sa.Index("ix_runs_parent", runs.c.parent_run_id)
+_RUNNING = sa.text("status = 'running'")
+sa.Index(
+    "ix_runs_running",
+    runs.c.tenant,
+    runs.c.lease_expires_at,
+    sqlite_where=_RUNNING,
+    postgresql_where=_RUNNING,
+)
 
 #: The conversation of a run, one message per row in order (``seq``), written as it happens.
 run_messages = sa.Table(
