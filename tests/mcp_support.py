@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import tooldb
@@ -18,9 +19,15 @@ GIT_SERVER = [sys.executable, "-m", "mcp_server_git"]
 HOSTILE_SERVER = [sys.executable, str(ROOT / "tests" / "mcp_hostile_server.py")]
 
 
-def open_with(url: str, sessions: SessionManager | None = None) -> Registry:
-    """A registry whose mcp tools use ``sessions`` (shared by a test module) if given."""
-    registry = tooldb.open(url, settings=Settings(url=url))
+def open_with(
+    url: str, sessions: SessionManager | None = None, *, allowed_hosts: tuple[str, ...] = ()
+) -> Registry:
+    """A registry whose mcp tools use ``sessions`` (shared by a test module) if given;
+    ``allowed_hosts``: its ``http_allowed_hosts`` (default: the setting's)."""
+    settings = Settings(url=url)
+    if allowed_hosts:
+        settings = replace(settings, http_allowed_hosts=allowed_hosts)
+    registry = tooldb.open(url, settings=settings)
     if sessions is not None:
         registry.executors[ToolKind.MCP] = McpExecutor(sessions)
     return registry

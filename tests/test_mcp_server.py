@@ -259,7 +259,7 @@ def test_a_tooldb_server_imported_as_an_mcp_kind_over_http(
 ) -> None:
     served, endpoint = http_server
     client_url = f"sqlite:///{tmp_path / 'client.db'}"
-    with open_with(client_url) as client:
+    with open_with(client_url, allowed_hosts=("127.0.0.1",)) as client:  # a local server
         names = {o.record.name for o in client.add_mcp("remote", url=endpoint)}
         assert {"remote__add", "remote__echo", "remote__fail"} <= names
         assert client.get("remote__add").spec.metadata["server"] == {

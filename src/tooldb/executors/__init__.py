@@ -93,7 +93,9 @@ def default_executors(
         ToolKind.PYTHON: PythonExecutor(),
         ToolKind.SQL: SQLExecutor(settings, store_url),
         ToolKind.SCRIPT: ScriptExecutor(forkserver=settings.script_forkserver),
-        ToolKind.MCP: McpExecutor(max_result_bytes=settings.mcp_max_result_bytes),
+        ToolKind.MCP: McpExecutor(
+            max_result_bytes=settings.mcp_max_result_bytes, settings=settings
+        ),
         ToolKind.HTTP: HttpExecutor(settings),
         ToolKind.AGENT: AgentExecutor(agent_runner),
     }

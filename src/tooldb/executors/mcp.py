@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DefinitionError, ExecutionError
 from ..mcp.config import ServerConfig
 from ..mcp.sessions import SDK_HINT, SessionManager, sdk_available
+from ..settings import Settings
 from ..types import ToolKind, ToolRecord, ToolSpec
 from . import Rendered
+from .mcp_guard import McpHostGuard
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
@@ -37,18 +39,26 @@ def parse_target(target: str) -> tuple[str, str]:
 
 
 class McpExecutor:
-    """Runs ``mcp`` tools through a SessionManager. Without one it makes its own and
-    stops it on ``close``; a manager passed in (shared by several registries, say)
-    is the caller's to close."""
+    """Runs ``mcp`` tools through a SessionManager. Without one it makes its own, whose
+    servers over HTTP are reached only on hosts ``settings.http_allowed_hosts`` allows
+    (mcp_guard.py), and stops it on ``close``; a manager passed in (shared by several
+    registries, say) is the caller's to close, and brings its own guard."""
 
     kind = ToolKind.MCP
 
     def __init__(
-        self, sessions: SessionManager | None = None, *, max_result_bytes: int = 10_000_000
+        self,
+        sessions: SessionManager | None = None,
+        *,
+        max_result_bytes: int = 10_000_000,
+        settings: Settings | None = None,
     ) -> None:
         self._owns_sessions = sessions is None
         self.max_result_bytes = max_result_bytes
-        self.sessions = sessions or SessionManager()
+        if sessions is None:
+            allowed = (settings or Settings()).http_allowed_hosts
+            sessions = SessionManager(http_guard=McpHostGuard(allowed))
+        self.sessions = sessions
         self._configs: dict[str, tuple[str, ServerConfig]] = {}
 
     def check(self, spec: ToolSpec) -> None:

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import AsyncIterator, Coroutine
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..background_loop import BackgroundLoop, background_loop
 from ..errors import ExecutionError, ToolTimeout
@@ -43,6 +43,23 @@ _STDERR_TAIL = 4000
 _STDERR_LINES = 8
 _T = TypeVar("_T")
 SDK_HINT = "the mcp tool kind needs the MCP SDK: pip install 'tooldb[mcp]'"
+
+
+class HttpGuard(Protocol):
+    """How sessions reach servers over HTTP (executors/mcp_guard.py implements it with
+    the ``http_allowed_hosts`` policy; this layer cannot import it)."""
+
+    async def check(self, url: str) -> None:
+        """Raise (an ExecutionError) unless the URL's host may be connected to."""
+
+    def client(self) -> Any:
+        """A new httpx2.AsyncClient whose every connection is checked."""
+
+
+NO_GUARD = (
+    "MCP servers over HTTP need a host guard (http_allowed_hosts): this session manager "
+    "was made without one; use the registry's, or SessionManager(http_guard=...)"
+)
 
 
 def sdk_available() -> bool:
@@ -109,8 +126,11 @@ async def _watched(
 class _Session:
     """One connected client; its task owns the transport from open to close."""
 
-    def __init__(self, config: ServerConfig, connect_timeout_s: float) -> None:
+    def __init__(
+        self, config: ServerConfig, connect_timeout_s: float, guard: HttpGuard | None = None
+    ) -> None:
         self.config = config
+        self._guard = guard
         self.client: Client | None = None
         self.ended = False
         self._stop = asyncio.Event()
@@ -160,9 +180,7 @@ class _Session:
 
     def _transport(self) -> AbstractAsyncContextManager[Any]:
         if self.config.transport == "http":
-            from mcp.client.streamable_http import streamable_http_client
-
-            return streamable_http_client(self.config.url)
+            return _guarded_http(self.config.url, self._guard)
         from mcp import StdioServerParameters
         from mcp.client.stdio import stdio_client
 
@@ -202,11 +220,28 @@ class _Session:
         await asyncio.wait({self._task})
 
 
-class SessionManager:
-    """The MCP sessions of one registry, keyed by server connection."""
+@asynccontextmanager
+async def _guarded_http(url: str, guard: HttpGuard | None) -> AsyncIterator[Any]:
+    """The streamable-HTTP transport on a client whose connections the guard checks; the
+    URL is checked first (a clear error before any connection is opened)."""
+    from mcp.client.streamable_http import streamable_http_client
 
-    def __init__(self, connect_timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    if guard is None:
+        raise ExecutionError(NO_GUARD)
+    await guard.check(url)
+    async with guard.client() as client, streamable_http_client(url, http_client=client) as io:
+        yield io
+
+
+class SessionManager:
+    """The MCP sessions of one registry, keyed by server connection. ``http_guard``
+    checks the hosts of servers reached over HTTP (without one, they are refused)."""
+
+    def __init__(
+        self, connect_timeout_s: float = CONNECT_TIMEOUT_S, *, http_guard: HttpGuard | None = None
+    ) -> None:
         self.connect_timeout_s = connect_timeout_s
+        self.http_guard = http_guard
         self._sessions: dict[str, _Session] = {}  # touched only on the loop thread
         self._stopping: set[asyncio.Task[None]] = set()
         self._pid = os.getpid()
@@ -287,7 +322,7 @@ class SessionManager:
         if session is None or not session.usable:
             if session is not None:
                 self._discard(session)
-            session = _Session(config, self.connect_timeout_s)
+            session = _Session(config, self.connect_timeout_s, self.http_guard)
             self._sessions[config.key] = session
         try:
             await asyncio.shield(session.ready)
