@@ -453,3 +453,21 @@ def test_a_run_offers_the_current_version_of_each_tool(reg: Registry) -> None:
     third = FunctionModel(lambda *_: "nothing to do")
     with pytest.raises(NotFound, match="add"):
         AgentLoop(reg, third, tools=["echo", "add"]).run("look")
+
+
+def test_a_run_stopped_by_keyboard_interrupt_marks_itself_interrupted(reg: Registry) -> None:
+    """The process is going down: the run row says so (and keeps its call) before the
+    exception goes on, rather than waiting for its lease to expire."""
+    turns = iter([call("add", {"a": 1, "b": 2})])
+
+    def decide(*_: object) -> object:
+        for turn in turns:
+            return turn
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        AgentLoop(reg, FunctionModel(decide), tools=["add"]).run("add, then ^C")
+    (run,) = reg.store.list_runs(reg.tenant, limit=5)
+    assert run.status is RunStatus.INTERRUPTED and run.requires_review
+    assert "KeyboardInterrupt" in (run.review_reason or "") and run.tool_calls == 1
+    assert reg.sweep_runs() == []

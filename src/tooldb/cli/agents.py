@@ -100,7 +100,12 @@ def runs(
         list[str] | None, typer.Argument(help="'show RUN_ID' prints one run; nothing lists runs.")
     ] = None,
     limit: Annotated[int, typer.Option(min=0, help="How many, newest first.")] = 20,
-    status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            help="Only runs with this status: running, success, error, partial, interrupted."
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Recent agent runs, newest first; ``tooldb runs show RUN_ID`` prints one."""
