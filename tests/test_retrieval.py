@@ -11,8 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from tooldb.selection import dense_sample
-from tooldb.selection.dense_sample import DenseSample
 from tooldb.selection.retrieval import moments, top_of_many, union
 from tooldb.selection.vectors import FIXED_SCALE, from_fixed, to_fixed
 
@@ -58,47 +56,6 @@ def test_union_is_union1d() -> None:
     for _ in range(50):
         a, b = (rng.integers(0, 500, rng.integers(0, 60)).astype(np.int64) for _ in range(2))
         assert np.array_equal(union(a, b), np.union1d(a, b))
-
-
-class _Dense:
-    def __init__(self, matrix: np.ndarray) -> None:
-        self.matrix = matrix
-
-    def rows(self, slots: np.ndarray) -> np.ndarray:
-        return self.matrix[slots]
-
-    def scores_for(self, query: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        return np.asarray(self.matrix[slots] @ query, dtype=np.float32)
-
-
-@pytest.mark.parametrize("agree", [True, False])
-def test_the_dense_sample_is_the_kept_rows_of_the_whole_product(
-    agree: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Scored alone or as part of the whole draw, the kept rows give the same cosines; when
-    the probes say BLAS would sum them differently, the whole draw is scored as before."""
-    if not agree:
-        monkeypatch.setattr(dense_sample, "same_sums", lambda *_: False)
-    rng = np.random.default_rng(3)
-    size, dim = 3000, 64
-    matrix = rng.standard_normal((size, dim)).astype(np.float32)
-    sample = DenseSample(_Dense(matrix))  # type: ignore[arg-type]
-    query = rng.standard_normal(dim).astype(np.float32)
-    everything = np.ones(size, dtype=bool)
-    some = rng.random(size) < 0.7
-    few = np.zeros(size, dtype=bool)
-    few[rng.choice(size, 40, replace=False)] = True
-    order = np.random.default_rng(size).permutation(size)
-    draw = order[:2048]
-    for mask in (everything, some, few):
-        memo: dict = {}
-        for reused in (memo, memo, None):  # a plan made once, reused; a one-off mask
-            keep = mask[draw]
-            if np.count_nonzero(keep) >= 256:
-                expected = np.asarray(matrix[draw] @ query, dtype=np.float32)[keep][:1024]
-            else:
-                expected = np.asarray(matrix[order[mask[order]][:1024]] @ query, np.float32)
-            assert np.array_equal(sample.scores(query, mask, 1024, size, reused), expected)
 
 
 def test_top_of_many_keeps_the_best_scores() -> None:

@@ -22,8 +22,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .native_memory import HUGE_PAGE, back_with_huge_pages
-
 CONNECTIVITY = 16
 #: 128 rather than faiss's 40 or our former 64: on MiniLM-like vectors at 100,000 tools the
 #: walk then finds 0.97 of the exact dense top 10 at efSearch 128, against 0.93 (the
@@ -62,7 +60,6 @@ class HnswIndex:
         index.hnsw.efConstruction = EXPANSION_ADD
         self._index: Any = index
         #: Per buffer (codes, links): where it was and how big when last collapsed.
-        self._collapsed: dict[int, tuple[int, int]] = {}
 
     def __len__(self) -> int:
         return int(self._index.ntotal)
@@ -79,23 +76,6 @@ class HnswIndex:
             self._index.add(vectors)
         finally:
             self._faiss.omp_set_num_threads(1)
-        self._huge_pages()
-
-    def _huge_pages(self) -> None:
-        """The walk's vectors and links in huge pages (native_memory.py). A growing graph's
-        buffers move, or grow past what was collapsed: only then is the kernel asked again
-        (a graph that gains one tool at a time would otherwise pay ~0.2 ms per addition)."""
-        faiss, index = self._faiss, self._index
-        buffers = (faiss.downcast_index(index.storage).codes, index.hnsw.neighbors)
-        for which, buffer in enumerate(buffers):
-            size = int(buffer.size())
-            if not size:
-                continue
-            view = faiss.rev_swig_ptr(buffer.data(), size)
-            address, done = view.ctypes.data, self._collapsed.get(which)
-            if done is None or done[0] != address or view.nbytes - done[1] >= HUGE_PAGE:
-                back_with_huge_pages(address, view.nbytes)
-                self._collapsed[which] = (address, view.nbytes)
 
     def filter(self, allowed: npt.NDArray[np.bool_]) -> GraphFilter:
         """What ``nearest`` takes to visit only ``allowed`` slots; reusable while the graph
@@ -133,7 +113,6 @@ class HnswIndex:
         if int(index.d) != dim:
             raise ValueError(f"graph of dimension {index.d}, expected {dim}")
         graph._index = index
-        graph._huge_pages()
         return graph
 
 

@@ -9,8 +9,9 @@ scoring a random sample of 2,048 tools (~790k, and 3 MB of rows read), and exact
 the sample was an estimate. Tools come and go by sums and differences; the sums are
 first made when a selection needs them (small registries, scored exactly, never do).
 
-Filters (category, kind, names) keep other tools: their selections use the sample
-(``dense_sample.py``), as a sum per filter would cost a pass over the tools each.
+Filters (category, kind, names) keep other tools: their selections estimate the two
+figures on an evenly spaced sample of the allowed tools (``index.sample_scores``), as a
+sum per filter would cost a pass over the tools each.
 """
 
 from __future__ import annotations

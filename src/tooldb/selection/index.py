@@ -19,7 +19,6 @@ import numpy.typing as npt
 
 from ..stores import IndexRow, Store, TenantState
 from .dense_moments import DenseMoments
-from .dense_sample import DenseSample
 from .graph_cache import GraphCache
 from .lexical import BM25Index
 from .native_memory import release_freed_memory
@@ -116,7 +115,6 @@ class ToolIndex:
         self.slots = Slots()
         self.lexical = BM25Index()
         self.dense = DenseIndex(self.dim, self.ann_min, self._graph_cache())
-        self.sample = DenseSample(self.dense)
         #: Sums over the enabled tools' vectors (dense_moments.py), made on first use and
         #: then kept: slots enabled and rows killed since, applied when a reload ends.
         self.moments: DenseMoments | None = None
@@ -320,15 +318,19 @@ class ToolIndex:
     def sample_scores(
         self, query: npt.NDArray[np.float32], allowed: Allowed, count: int
     ) -> npt.NDArray[np.float32]:
-        """Cosines of the query with up to ``count`` allowed tools drawn at random: what the
-        dense mean and spread are estimated on (dense_sample.py)."""
-        return self.sample.scores(query, allowed.mask, count, self.size, allowed.memo)
+        """Cosines of the query with up to ``count`` allowed tools, evenly spaced over the
+        allowed slots: what a filtered selection past the graph threshold estimates the
+        dense mean and spread on (an unfiltered one has them exactly: dense_moments.py)."""
+        slots = allowed.slots
+        if len(slots) > count:
+            slots = slots[:: len(slots) // count][:count]
+        return self.dense.scores_for(query, slots)
 
 
 class Allowed:
     """The slots a selection may return. The unfiltered one serves every selection until
-    the next reload, and its ``memo`` keeps what is derived from it (the graph's bitmap,
-    which sample rows it keeps); a filter's is made for one selection (``memo`` None)."""
+    the next reload, and its ``memo`` keeps what is derived from it (the graph's bitmap);
+    a filter's is made for one selection (``memo`` None)."""
 
     __slots__ = ("_slots", "count", "mask", "memo")
 
