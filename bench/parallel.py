@@ -201,7 +201,7 @@ def overhead_table(
         )
     print(
         "mcp: mcp-server-time get_current_time, warm stdio session; script: a call through"
-        " the fork server; script/proc: a process start (unshare + interpreter)"
+        " the fork server; script/proc: a process start (bwrap + interpreter)"
     )
 
 

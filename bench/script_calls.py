@@ -2,7 +2,7 @@
 
 Python script calls start from the fork server (a sandboxed fork per call); the
 ``per process`` variant turns it off (``script_forkserver=False``): each call then
-starts ``unshare`` and a fresh interpreter, as JavaScript calls always do. This
+starts ``bwrap`` and a fresh interpreter, as JavaScript calls always do. This
 prints, per variant, the latency of N sequential calls (p50, p95 in ms) next to the
 bare start of the same interpreters, and the throughput of the same calls from
 several threads.

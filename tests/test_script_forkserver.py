@@ -24,14 +24,16 @@ from tooldb.executors import forkserver, sandbox
 
 from .test_script_tools import (
     FORK_BOMB,
-    _processes_mentioning,
+    NAME_ITSELF,
+    _processes_named,
     add_script,
-    drop_box,
     failed,
+    marker,
     slow_mark,
+    wait_for_processes,
 )
 
-__all__ = ["drop_box", "slow_mark"]  # fixtures, used by name
+__all__ = ["marker", "slow_mark"]  # fixtures, used by name
 
 WHO = """
 import os, sys
@@ -69,9 +71,10 @@ def test_the_server_has_a_clean_environment_and_runs_as_told(reg: Registry) -> N
     assert reg.call("who").success
     pid = server().pid
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    assert set(environ) - {b""} <= {b"LC_CTYPE=C.UTF-8"}  # what -X utf8 sets, nothing else
+    # what -X utf8 sets, and bwrap's PWD, nothing else
+    assert set(environ) - {b""} <= {b"LC_CTYPE=C.UTF-8", b"PWD=/"}
     argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert argv[0].decode() == sandbox.script_python()
+    assert argv[0].decode() == os.path.realpath(sandbox.script_python())
     assert argv[1:5] == [b"-I", b"-S", b"-X", b"utf8"]
 
 
@@ -99,22 +102,33 @@ def test_spares_killed_from_outside_do_not_stop_the_server(reg: Registry) -> Non
     assert len(children) == forkserver.SPARES  # no call running: each child is a spare
     for child in children:
         os.kill(int(child), signal.SIGKILL)
+    # Dead, not dying: a spare still exiting (its namespaces' teardown, under load) can
+    # take a call and die with it, a race this test is not about.
+    deadline = time.monotonic() + 10
+    while any(_running(int(child)) for child in children) and time.monotonic() < deadline:
+        time.sleep(0.01)
     results = reg.call_many([("who", {})] * 3)
     assert all(r.success and r.data["forked"] for r in results), [r.error for r in results]
     assert server().pid == pid
 
 
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 def test_a_call_running_when_the_server_dies_fails_and_leaves_nothing(
-    reg: Registry, slow_mark: Path
+    reg: Registry, slow_mark: str
 ) -> None:
-    mark = slow_mark
     add_script(reg, "who", WHO)
     assert reg.call("who").success
     victim = server()
 
     def kill_when_started() -> None:
-        while not mark.exists() or not mark.stat().st_size:  # the scratch dir's path is in
-            time.sleep(0.01)
+        wait_for_processes(slow_mark)
         os.kill(victim.pid, signal.SIGKILL)
 
     killer = threading.Thread(target=kill_when_started)
@@ -125,7 +139,7 @@ def test_a_call_running_when_the_server_dies_fails_and_leaves_nothing(
     assert time.perf_counter() - start < 10
     assert "the script fork server exited during the call" in error
     time.sleep(0.2)
-    assert _processes_mentioning(mark.read_text()) == []
+    assert _processes_named(slow_mark) == []
     assert reg.call("who").success  # and the next call has a new server
 
 
@@ -140,7 +154,8 @@ def test_ten_concurrent_calls_run_at_once_through_one_server(reg: Registry) -> N
     assert all(r.success for r in results), [r.error for r in results]
     seen = [r.data for r in results]
     assert all(s["forked"] for s in seen)
-    assert len({s["pid"] for s in seen}) == 10 and len({s["uid"] for s in seen}) == 10
+    # each in a PID namespace and /proc of its own, where it is process 2; each its own uid
+    assert {s["pid"] for s in seen} == {2} and len({s["uid"] for s in seen}) == 10
     assert elapsed < 2.5, f"10 calls of 0.5 s took {elapsed:.2f} s: the server serialised them"
     assert server().pid == pid
 
@@ -218,15 +233,12 @@ HOSTILE: dict[str, tuple[str, dict[str, Any], str]] = {
 }
 
 
-def test_hostile_calls_fail_clearly_and_leave_the_server_healthy(
-    reg: Registry, drop_box: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("MARK", str(drop_box / "bomb.txt"))
+def test_hostile_calls_fail_clearly_and_leave_the_server_healthy(reg: Registry) -> None:
     add_script(reg, "who", WHO)
     assert reg.call("who").success
     pid = server().pid
     for name, (source, options, expected) in HOSTILE.items():
-        add_script(reg, "hostile", source, env=["MARK"], **options)
+        add_script(reg, "hostile", source, **options)
         error = failed(reg.call("hostile"))
         assert expected in error, (name, error)
         assert server().pid == pid and server().alive, name
@@ -236,7 +248,7 @@ def test_hostile_calls_fail_clearly_and_leave_the_server_healthy(
 
 
 ATTACKER = """
-import ctypes, json, os, time
+import ctypes, os
 
 def attempt(action):
     try:
@@ -254,19 +266,14 @@ def ptrace(pid):
 def pidfd_signal(pid):
     os.close(os.pidfd_open(pid))
 
-def main(drop, server):
-    while not os.path.exists(os.path.join(drop, "victim.json")):
-        time.sleep(0.01)
-    victim = json.load(open(os.path.join(drop, "victim.json")))
-    pid, workdir = victim["pid"], victim["workdir"]
+def main(victim, server):
     tries = {
-        "kill_victim": lambda: os.kill(pid, 0),
-        "ptrace_victim": lambda: ptrace(pid),
-        "pidfd_victim": lambda: pidfd_signal(pid),
-        "list_victim_workdir": lambda: os.listdir(workdir),
-        "read_victim_source": lambda: open(os.path.join(workdir, "tool.py")).read(),
-        "victim_environ": lambda: open(f"/proc/{pid}/environ").read(),
-        "victim_root": lambda: os.listdir(f"/proc/{pid}/root/"),
+        "kill_victim": lambda: os.kill(victim, 0),
+        "ptrace_victim": lambda: ptrace(victim),
+        "pidfd_victim": lambda: pidfd_signal(victim),
+        "read_victim_file": lambda: open("/tmp/victim.txt").read(),
+        "victim_environ": lambda: open(f"/proc/{victim}/environ").read(),
+        "victim_root": lambda: os.listdir(f"/proc/{victim}/root/"),
         "kill_server": lambda: os.kill(server, 0),
         "ptrace_server": lambda: ptrace(server),
         "pidfd_server": lambda: pidfd_signal(server),
@@ -274,52 +281,47 @@ def main(drop, server):
         "server_mem": lambda: open(f"/proc/{server}/mem", "rb").read(1),
         "kill_all": lambda: os.kill(-1, 0),
     }
-    found = {name: attempt(action) for name, action in tries.items()}
-    open(os.path.join(drop, "done"), "w").close()
-    return found
+    return {name: attempt(action) for name, action in tries.items()}
 """
 
 VICTIM = """
-import json, os, time
-
-def main(drop):
-    info = {"pid": int(os.readlink("/proc/self")), "workdir": os.getcwd()}
-    with open(os.path.join(drop, "victim.json.tmp"), "w") as handle:
-        json.dump(info, handle)
-    os.rename(os.path.join(drop, "victim.json.tmp"), os.path.join(drop, "victim.json"))
-    while not os.path.exists(os.path.join(drop, "done")):
-        time.sleep(0.01)
-    return info
+import time
+with open("/tmp/victim.txt", "w") as handle:
+    handle.write("the victim's data")
+NAME_ITSELF
+time.sleep(2)
 """
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="calls run as uids of their own when run as root")
-def test_a_call_cannot_reach_the_server_or_another_call(reg: Registry, drop_box: Path) -> None:
+def test_a_call_cannot_reach_the_server_or_another_call(reg: Registry, marker: str) -> None:
     add_script(reg, "who", WHO)
     assert reg.call("who").success
-    add_script(reg, "victim", VICTIM, timeout_s=20)
+    add_script(reg, "victim", VICTIM.replace("NAME_ITSELF", NAME_ITSELF.replace("MARKER", marker)))
     add_script(reg, "attacker", ATTACKER, timeout_s=20)
-    victim, attacker = reg.call_many(
-        [("victim", {"drop": str(drop_box)}), ("attacker", {"drop": str(drop_box),
-                                                           "server": server().pid})]
-    )  # fmt: skip
-    assert victim.success and attacker.success, (victim.error, attacker.error)
+    running = threading.Thread(target=reg.call, args=("victim",))
+    running.start()
+    try:
+        [victim] = wait_for_processes(marker)  # its pid as the host sees it
+        attacker = reg.call("attacker", {"victim": victim, "server": server().pid})
+    finally:
+        running.join()
+    assert attacker.success, attacker.error
     assert attacker.data == {
         # another call's processes are in another PID namespace: not there at all
         "kill_victim": "ProcessLookupError",
         "ptrace_victim": "ProcessLookupError",
         "pidfd_victim": "ProcessLookupError",
-        # its scratch dir belongs to its own uid (mode 0700)
-        "list_victim_workdir": "PermissionError",
-        "read_victim_source": "PermissionError",
-        # /proc is the host's, but a process of another uid is not ours to look into
-        "victim_environ": "PermissionError",
-        "victim_root": "PermissionError",
+        # its /tmp is its own tmpfs, in its own mount namespace
+        "read_victim_file": "FileNotFoundError",
+        # /proc is the call's own: only its own processes are in it
+        "victim_environ": "FileNotFoundError",
+        "victim_root": "FileNotFoundError",
         "kill_server": "ProcessLookupError",
         "ptrace_server": "ProcessLookupError",
         "pidfd_server": "ProcessLookupError",
-        "server_environ": "PermissionError",
-        "server_mem": "PermissionError",
+        "server_environ": "FileNotFoundError",
+        "server_mem": "FileNotFoundError",
         # kill(-1): every process it may signal but itself and process 1: there is none
         "kill_all": "ProcessLookupError",
     }

@@ -1,6 +1,7 @@
 """The host's side of the script fork server (the server is ``sandbox_launcher.Zygote``).
 
-One server per interpreter, started on first use (``get``) with an empty environment
+One server per interpreter, started on first use (``get``) inside bubblewrap's
+sandbox (the file system view scripts see, see bwrap.py) with an empty environment
 and restarted on the next call after it dies. A call sends it the call's stdin, stdout
 and stderr (memfds the call's process 1 fills as it ends) and a memfd holding the
 launcher config, which the server passes on without
@@ -19,7 +20,9 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 from concurrent.futures import Future, InvalidStateError
+from pathlib import Path
 from typing import Any
 
 _MAX_REPLY = 4096
@@ -72,12 +75,12 @@ class ForkedCall:
 class ForkServer:
     """A running server process and the socket to it."""
 
-    def __init__(self, python: str, launcher: str) -> None:
+    def __init__(self, python: str, launcher: str, prefix: list[str]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            fd = str(theirs.fileno())
+            serve = ["-c", launcher, "--serve", str(theirs.fileno()), str(SPARES)]
             self.process = subprocess.Popen(
-                [python, "-I", "-S", "-X", "utf8", "-c", launcher, "--serve", fd, str(SPARES)],
+                [*prefix, os.path.realpath(python), "-I", "-S", "-X", "utf8", *serve],
                 pass_fds=[theirs.fileno()],
                 env={},
                 cwd="/",
@@ -91,6 +94,8 @@ class ForkServer:
         finally:
             theirs.close()
         self._socket = ours
+        self._wrapped = bool(prefix)
+        self._pid: int | None = None
         self._lock = threading.Lock()
         self._calls: dict[int, ForkedCall] = {}
         self._next_id = 0
@@ -100,7 +105,16 @@ class ForkServer:
 
     @property
     def pid(self) -> int:
-        return self.process.pid
+        """The server's process: the wrapper's (bwrap's) only child, once it is there."""
+        if self._pid is None and self._wrapped:
+            path = f"/proc/{self.process.pid}/task/{self.process.pid}/children"
+            deadline = time.monotonic() + 5
+            while self._pid is None and time.monotonic() < deadline:
+                with contextlib.suppress(OSError, ValueError):
+                    self._pid = int(Path(path).read_text().split()[0])
+                if self._pid is None:
+                    time.sleep(0.005)
+        return self._pid if self._pid is not None else self.process.pid
 
     @property
     def alive(self) -> bool:
@@ -194,12 +208,13 @@ def _forget_after_fork() -> None:
 os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-def get(python: str, launcher: str) -> ForkServer:
-    """The running server for ``python``, started (again) if there is none."""
+def get(python: str, launcher: str, prefix: list[str]) -> ForkServer:
+    """The running server for ``python``, started (again) if there is none, under
+    ``prefix`` (bwrap and its arguments: the sandbox it and its calls run in)."""
     with _servers_lock:
         server = _servers.get(python)
         if server is None or not server.alive:
-            server = _servers[python] = ForkServer(python, launcher)
+            server = _servers[python] = ForkServer(python, launcher, prefix)
         return server
 
 

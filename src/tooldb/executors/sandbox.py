@@ -1,20 +1,20 @@
 """Subprocess mechanics for script tools: isolation, limits, capped output, tree kill.
 
-A Python call goes to the fork server (``forkserver``, Linux): a long-lived process of
-the script interpreter that clones a process per call into a new PID namespace and,
-unless the tool asks for the network, a new network namespace (only a loopback
-interface that is down); that process is the launcher (``sandbox_launcher``: limits,
-per-call uid, then the script). Otherwise (JavaScript; the ``script_forkserver``
-setting off; no fork server on this platform) a call runs
-``[unshare ...] python3 -I -S -c <sandbox_launcher> CONFIG`` in a fresh session, in a
-scratch directory, with an allow-listed environment: ``unshare`` (util-linux) gives
-it the same two namespaces. Either way the launcher is process 1 of its PID
-namespace: when it exits or is killed, the kernel kills every process the script
-started, even those that left the process group.
+The sandbox is bubblewrap's (``bwrap``): the file system view and the namespaces are
+in ``bwrap.py``. A Python call goes to the fork server (``forkserver``, Linux): a
+long-lived process of the script interpreter, started inside ``bwrap``, that clones a
+process per call into new PID, mount, IPC and UTS namespaces and, unless the tool asks
+for the network, a new network namespace (only a loopback interface that is down);
+that process mounts the call's ``/proc``, ``/tmp`` and ``/dev/shm`` and is the launcher
+(``sandbox_launcher``: limits, per-call uid, then the script). Otherwise (JavaScript;
+the ``script_forkserver`` setting off; no fork server on this platform) a call runs
+``bwrap ... -- python3 -I -S -c <sandbox_launcher> CONFIG`` in a fresh session with an
+allow-listed environment. Either way the launcher is process 1 of its PID namespace:
+when it exits or is killed, the kernel kills every process the script started, even
+those that left the process group.
 
-What is enforced depends on the platform and is reported by ``isolation()``:
-without ``unshare`` (or the right to use it) the tree kill falls back to the
-process group, and the network is not isolated (a warning says so once).
+Where ``bwrap`` is missing or cannot make its namespaces, script calls fail closed
+with an error naming what is missing (``isolation().problem``).
 """
 
 from __future__ import annotations
@@ -25,19 +25,18 @@ import functools
 import json
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import forkserver
+from ..errors import ExecutionError
+from . import bwrap, forkserver
 
 MIB = 1024 * 1024
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -67,19 +66,28 @@ class Limits:
 class Isolation:
     """What this platform lets the sandbox enforce (probed once per process)."""
 
-    unshare: tuple[str, ...]  # the prefix without --net; empty when unavailable
-    pid_namespace: bool
-    network_namespace: bool
+    bwrap: str  # the bubblewrap binary; empty when it is missing or does not work here
+    problem: str  # why scripts cannot run here ("" when they can)
     process_limit: bool  # RLIMIT_NPROC applies (root: per-call real uid)
     forkserver: bool = False  # Python scripts can go through the fork server
 
+    @property
+    def available(self) -> bool:
+        return not self.problem
+
     def summary(self) -> dict[str, bool | str]:
         return {
-            "pid_namespace": self.pid_namespace,
-            "network_namespace": self.network_namespace,
+            "sandbox": "bubblewrap" if self.available else f"unavailable: {self.problem}",
+            "pid_namespace": self.available,
+            "network_namespace": self.available,
             "process_limit": self.process_limit,
             "python_launcher": "forkserver" if self.forkserver else "process",
         }
+
+    def require(self, tool: str) -> None:
+        """Fail closed: no script runs without the sandbox."""
+        if self.problem:
+            raise ExecutionError(f"script tool {tool!r} cannot run: {self.problem}")
 
 
 @dataclass(frozen=True)
@@ -93,31 +101,58 @@ class Completed:
     overflowed: bool = False
 
 
-def _probe(argv: list[str]) -> bool:
-    try:
-        done = subprocess.run(argv, capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
-
-
 @functools.cache
 def isolation() -> Isolation:
-    """Probe once: ``unshare`` (as root directly, else through a user namespace), and
-    whether the launcher can make RLIMIT_NPROC apply (root only, see its docstring)."""
-    unshare = shutil.which("unshare")
-    prefix: list[str] = []
-    network = False
-    if unshare is not None:
-        base = [unshare] if os.geteuid() == 0 else [unshare, "--user", "--map-root-user"]
-        candidate = [*base, "--pid", "--fork", "--kill-child"]
-        if _probe([*candidate, "--net", "--", "true"]):
-            prefix, network = candidate, True
-        elif _probe([*candidate, "--", "true"]):
-            prefix = candidate
-    process_limit = os.geteuid() == 0 and _probe(_launcher_argv(_probe_config()))
-    forkserver = _probe_forkserver(process_limit)
-    return Isolation(tuple(prefix), bool(prefix), network, process_limit, forkserver)
+    """Probe once: a call through ``bwrap`` that makes every namespace and, as root,
+    drops to a per-call uid (which makes RLIMIT_NPROC apply); then the fork server."""
+    found = bwrap.find() if sys.platform.startswith("linux") else None
+    if found is None:
+        problem = (
+            "the script sandbox needs bubblewrap (`bwrap`), which is not installed "
+            "(Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
+            if sys.platform.startswith("linux")
+            else f"the script sandbox needs Linux and bubblewrap (this is {sys.platform})"
+        )
+        return Isolation("", problem, process_limit=False)
+    said = _probe_call(found)
+    if said:
+        problem = (
+            f"bubblewrap ({found}) cannot make the script sandbox here (it needs user "
+            f"namespaces, or root; mount, PID and network namespaces): {said}"
+        )
+        return Isolation("", problem, process_limit=False)
+    process_limit = os.geteuid() == 0
+    return Isolation(found, "", process_limit, _probe_forkserver(found, process_limit))
+
+
+def _probe_call(found: str) -> str:
+    """Run the launcher's probe through bwrap as a call would; what went wrong, or ""."""
+    source = _memfd("tooldb-probe", b"")
+    argv = bwrap.call_argv(found, _programs(), network=False, tmp_bytes=MIB, source=(source, "p"))
+    try:
+        done = subprocess.run(
+            [*argv, *_launcher_argv(_probe_config())],
+            capture_output=True,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
+            pass_fds=[source],
+            env={"PATH": DEFAULT_PATH},
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return str(exc)
+    finally:
+        os.close(source)
+    if done.returncode != 0:
+        return done.stderr.decode(errors="replace").strip()[-500:] or f"exit {done.returncode}"
+    return ""
+
+
+def _programs() -> tuple[str, ...]:
+    """The interpreters scripts run on, which the sandbox's view must hold."""
+    from .script import node_binary  # script imports this module
+
+    node = node_binary()
+    return (script_python(), node) if node else (script_python(),)
 
 
 def python_launcher(use_forkserver: bool = True) -> str:
@@ -126,17 +161,18 @@ def python_launcher(use_forkserver: bool = True) -> str:
 
 
 def _probe_config() -> dict[str, Any]:
-    """No scratch dir: the probe only checks that the launcher can drop root."""
+    """The probe checks that the launcher can drop root (when root)."""
     return {
         "probe": True,
         "language": "python",
         "limits": asdict(Limits()),
-        "uid": _call_uid(),
+        "uid": _call_uid() if os.geteuid() == 0 else None,
+        "workdir": bwrap.TMP,
         "stderr_tail": STDERR_TAIL_BYTES,
     }
 
 
-def _probe_forkserver(process_limit: bool) -> bool:
+def _probe_forkserver(found: str, process_limit: bool) -> bool:
     """Start the fork server and have it run a probe call (new PID and network
     namespaces, limits, the uid switch when root); stop it if that fails."""
     needs = (hasattr(os, "pidfd_open"), hasattr(signal, "pidfd_send_signal"),
@@ -146,11 +182,12 @@ def _probe_forkserver(process_limit: bool) -> bool:
     config = {
         **_probe_config(),
         "uid": _call_uid() if process_limit else None,
-        "workdir": None,
         "env": {},
+        "source": "",
+        "source_path": f"{bwrap.TMP}/tool.py",
     }
     try:
-        server = forkserver.get(script_python(), _LAUNCHER)
+        server = _server(found)
     except OSError as exc:
         return _forkserver_unavailable(str(exc))
     fds = [_memfd("tooldb-probe-in", b""), _memfd("tooldb-probe-out", b"")]
@@ -181,7 +218,12 @@ def _forkserver_unavailable(why: str) -> bool:
 
 
 def _launcher_argv(config: dict[str, Any]) -> list[str]:
-    return [script_python(), "-I", "-S", "-X", "utf8", "-c", _LAUNCHER, json.dumps(config)]
+    python = os.path.realpath(script_python())  # a virtualenv's link is not in the view
+    return [python, "-I", "-S", "-X", "utf8", "-c", _LAUNCHER, json.dumps(config)]
+
+
+def _server(found: str) -> forkserver.ForkServer:
+    return forkserver.get(script_python(), _LAUNCHER, bwrap.server_argv(found, _programs()))
 
 
 @functools.cache
@@ -206,41 +248,27 @@ def _world_readable_path(path: str) -> bool:
     return all(os.stat(parent).st_mode & 0o001 for parent in real.parents)
 
 
-_warned = threading.Event()
+def command(limits: Limits, launch: dict[str, Any], source_fd: int) -> list[str]:
+    """The argv of one sandboxed run: bwrap (the source read from ``source_fd`` into
+    the call's /tmp), the launcher and its JSON config."""
+    name = os.path.basename(launch["source_path"])
+    prefix = bwrap.call_argv(
+        isolation().bwrap,
+        _programs(),
+        network=limits.network,
+        tmp_bytes=2 * limits.max_file_mb * MIB,  # as sandbox_launcher._private_tmp
+        source=(source_fd, name),
+    )
+    return [*prefix, *_launcher_argv(_config(limits, launch))]
 
 
-def _warn_network_once() -> None:
-    if not _warned.is_set():
-        _warned.set()
-        warnings.warn(
-            "tooldb script tools: network isolation is not enforced on this platform "
-            "(no usable `unshare --net`); scripts with network: false can still connect",
-            RuntimeWarning,
-            stacklevel=4,
-        )
-
-
-def command(limits: Limits, launch: dict[str, Any], workdir: Path) -> list[str]:
-    """The argv of one sandboxed run: isolation prefix, launcher and its JSON config
-    (``workdir``: the call's scratch dir, handed to the unprivileged uid)."""
-    found = isolation()
-    prefix = list(found.unshare)
-    if not limits.network:
-        if found.network_namespace:
-            prefix.append("--net")
-        else:
-            _warn_network_once()
-    launcher = _launcher_argv(_config(limits, launch, workdir))
-    return [*prefix, "--", *launcher] if prefix else launcher
-
-
-def _config(limits: Limits, launch: dict[str, Any], workdir: Path) -> dict[str, Any]:
-    """The launcher's config, the same on both paths."""
+def _config(limits: Limits, launch: dict[str, Any]) -> dict[str, Any]:
+    """The launcher's config, the same on both paths (the source is not in it)."""
     return {
         **launch,
         "limits": asdict(limits),
         "uid": _call_uid() if isolation().process_limit else None,
-        "workdir": str(workdir),
+        "workdir": bwrap.TMP,
         "stderr_tail": STDERR_TAIL_BYTES,
     }
 
@@ -249,9 +277,9 @@ def _call_uid() -> int:
     return SANDBOX_UID_BASE + secrets.randbelow(SANDBOX_UID_SPAN)
 
 
-def environment(limits: Limits, workdir: Path) -> dict[str, str]:
-    """Nothing from the parent but the allow-list, plus a home and temp dir in the scratch dir."""
-    env = {"PATH": DEFAULT_PATH, "HOME": str(workdir), "TMPDIR": str(workdir), "LANG": "C.UTF-8"}
+def environment(limits: Limits) -> dict[str, str]:
+    """Nothing from the parent but the allow-list; home and temp dir: the call's /tmp."""
+    env = {"PATH": DEFAULT_PATH, "HOME": bwrap.TMP, "TMPDIR": bwrap.TMP, "LANG": "C.UTF-8"}
     for name in limits.env:
         if name in os.environ:
             env[name] = os.environ[name]
@@ -261,38 +289,46 @@ def environment(limits: Limits, workdir: Path) -> dict[str, str]:
 async def run_script(
     limits: Limits,
     launch: dict[str, Any],
-    workdir: Path,
+    source: str,
     *,
     stdin: bytes,
     timeout_s: float | None,
     use_forkserver: bool = True,
+    tool: str = "",
 ) -> Completed:
     """Run one call: through the fork server when it can take it (Python, on a platform
-    where it works, ``use_forkserver``), else as a process of its own."""
-    env = environment(limits, workdir)
-    if use_forkserver and launch.get("language") == "python" and isolation().forkserver:
-        config = {**_config(limits, launch, workdir), "env": env}
+    where it works, ``use_forkserver``), else as a process of its own. ``launch`` names
+    where the source goes in the call's /tmp (``source_path``) and how to run it."""
+    found = isolation()
+    found.require(tool)
+    env = environment(limits)
+    if use_forkserver and launch.get("language") == "python" and found.forkserver:
+        config = {**_config(limits, launch), "env": env, "source": source}
         forked = await _Forked.start(config, stdin)
         if forked is not None:
             return await forked.finish(limits.max_output_bytes, timeout_s)
-    return await run_sandboxed(
-        command(limits, launch, workdir),
-        stdin=stdin,
-        workdir=workdir,
-        env=env,
-        max_output_bytes=limits.max_output_bytes,
-        timeout_s=timeout_s,
-    )
+    source_fd = _memfd("tooldb-source", source.encode())
+    try:
+        return await run_sandboxed(
+            command(limits, launch, source_fd),
+            stdin=stdin,
+            env=env,
+            max_output_bytes=limits.max_output_bytes,
+            timeout_s=timeout_s,
+            pass_fds=(source_fd,),
+        )
+    finally:
+        os.close(source_fd)
 
 
 async def run_sandboxed(
     argv: list[str],
     *,
     stdin: bytes,
-    workdir: Path,
     env: dict[str, str],
     max_output_bytes: int,
     timeout_s: float | None,
+    pass_fds: tuple[int, ...] = (),
 ) -> Completed:
     """Run as a process of its own, feed stdin, collect capped stdout and a stderr
     tail; kill the tree when done."""
@@ -301,9 +337,10 @@ async def run_sandboxed(
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        cwd=workdir,
+        cwd="/",
         env=env,
         start_new_session=True,
+        pass_fds=pass_fds,
     )
     return await _collect(proc, stdin, max_output_bytes, timeout_s)
 
@@ -331,7 +368,7 @@ class _Forked:
             theirs.append(_memfd("tooldb-call", json.dumps(config).encode()))
             for _ in range(2):  # a server found dead is started again, once
                 with contextlib.suppress(OSError, forkserver.ForkServerError):
-                    call = forkserver.get(script_python(), _LAUNCHER).spawn(request, theirs)
+                    call = _server(isolation().bwrap).spawn(request, theirs)
                     break
         except BaseException:
             _close_fds(out, err, *theirs)
@@ -412,8 +449,8 @@ async def _collect(
     except TimeoutError:
         timed_out = True
     finally:
-        if proc.returncode is None or not isolation().pid_namespace:
-            kill_tree(proc)  # the timeout, an overflow, or leftovers without a PID namespace
+        if proc.returncode is None:
+            kill_tree(proc)  # the timeout or an overflow: bwrap's death ends the namespace
         for task in (feed, out, err):
             task.cancel()
         await proc.wait()

@@ -1,42 +1,32 @@
 """The first process inside a script tool's sandbox (standard library only).
 
-It runs two ways, both with the same functions:
+Both paths run inside bubblewrap's view of the file system (see bwrap.py) and share
+these functions:
 
 * Per process (JavaScript, and Python where the fork server is off or unavailable):
-  the host runs this file's text with ``python -I -S -c`` under ``unshare`` when the
-  platform allows, passing one JSON argument; ``launch`` does the rest.
+  the host runs ``bwrap ... -- python -I -S -c <this file> CONFIG``; ``launch`` does
+  the rest.
 * As the fork server (``--serve FD SPARES``, Python scripts on Linux): a long-lived
-  process started by the host with an empty environment; it never runs user code and
+  process started inside bwrap with an empty environment; it never runs user code and
   never reads a call's config. ``Zygote`` keeps SPARES spares ready: a process cloned
-  with clone(2) into a new PID namespace and a new network namespace (``spare``: it is
-  process 1 there, has started a new session and already forked the process that will
-  be the script; both wait). Per call the host sends, on the Unix socket FD
-  (SOCK_SEQPACKET), the call's id and network flag with four fds (SCM_RIGHTS): stdin
-  (a memfd holding the arguments), empty memfds for stdout and stderr, and a memfd
-  holding the same JSON config as the per-process path plus the environment. The
-  server hands the fds to a spare (or clones one: tools with the network get no network
-  namespace), sends the host a pidfd of its process 1 and goes back to serving; it
-  reaps that process later and sends its exit status. Process 1 passes the call to the
-  script's process with pipes for stdout and stderr, collects them (``_collect``) and
-  reaps as ``launch`` does, then leaves the output in the memfds; the script's process
-  makes the fds its stdio,
-  enters the scratch dir, replaces its environment and runs ``_child`` as the
-  per-process path does. Between requests (after 10 ms idle) the server makes spares
-  again.
+  into new PID, mount, IPC, UTS and network namespaces (``spare``: process 1 there,
+  with a fresh /proc, in a new session, having forked the script's process; both
+  wait). Per call the host sends, on the Unix socket FD, the call's id and network
+  flag with four fds: stdin (a memfd of the arguments), empty memfds for stdout and
+  stderr, and a memfd of the config (the per-process one plus the environment and the
+  source). The server hands them to a spare (or clones one: tools with the network
+  keep the server's), sends the host a pidfd of its process 1 and goes back to
+  serving; it reaps that process later and sends its exit status. Process 1 mounts
+  the call's own /tmp and /dev/shm, writes the source there, passes the call to the
+  script's process with pipes for stdout and stderr, collects them (``_collect``),
+  reaps as ``launch`` does and leaves the output in the memfds. The server makes
+  spares again after 10 ms idle.
 
-In both, the launcher is process 1 of the call's PID namespace, so it must not be
-the script: process 1 ignores signals it has no handler for (a CPU limit's SIGXCPU,
-``abort()``) and orphans are its to reap. So it forks; the child applies the limits
-and becomes the script; this process reaps everything, then exits with the script's
-status. Its exit ends the namespace, which kills whatever the script left behind.
-
-Limits are applied here, not in the host, because RLIMIT_NPROC counts processes
-per *real* uid and is ignored for root. When run as root, the child gives up root
-for good before it becomes the script: it hands its scratch directory to a per-call
-uid and gid, drops supplementary groups, sets real, effective and saved ids to them
-(which clears every capability) and sets no_new_privs, so nothing it executes can
-regain privileges. The host runs this launcher with an interpreter that such a uid
-can read (the system's, not a virtualenv under a private home: see sandbox.py).
+The launcher is process 1 of the call's PID namespace (which ignores signals it has
+no handler for, and reaps orphans), so it forks the script: the child applies the
+limits (here: RLIMIT_NPROC counts per *real* uid, and not for root), gives up root for
+good when run as root (``_drop_root``) and becomes the script; this process reaps
+everything and exits with its status, which ends the namespace.
 """
 
 from __future__ import annotations
@@ -54,6 +44,7 @@ import time
 from typing import Any, NoReturn
 
 MIB = 1024 * 1024
+_TMP = "/tmp"
 _PR_SET_NO_NEW_PRIVS = 38
 # Made once: a CDLL builds a class of its own (the fork server's calls would each pay).
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -61,11 +52,11 @@ _LIBC = ctypes.CDLL(None, use_errno=True)
 
 def _drop_root(uid: int, workdir: str | None) -> None:
     """Become ``uid`` (and gid ``uid``) for good: no groups, no capabilities, no way back.
-    Only the call's own scratch directory (made by the host, ``tooldb-*``) is handed over."""
-    if workdir is not None and not os.path.basename(workdir).startswith("tooldb-"):
-        raise OSError(f"refusing to hand {workdir!r} to the sandbox: not a tooldb scratch dir")
-    for root, dirs, files in os.walk(workdir or ""):
-        for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+    Only the call's own scratch directory (its ``/tmp``, a tmpfs of its own) is given."""
+    if workdir not in (None, _TMP):
+        raise OSError(f"refusing to hand {workdir!r} to the sandbox: not the call's /tmp")
+    for root, dirs, files in os.walk(workdir or "", topdown=False):  # a 0700 dir last
+        for name in [*(os.path.join(root, n) for n in dirs + files), root]:
             os.chown(name, uid, uid, follow_symlinks=False)
     os.setgroups([])
     os.setresgid(uid, uid, uid)
@@ -251,9 +242,8 @@ def launch(config: dict[str, Any]) -> None:
 
 # -- the fork server -------------------------------------------------------------
 
-_CLONE_NEWUSER = 0x10000000
-_CLONE_NEWPID = 0x20000000
-_CLONE_NEWNET = 0x40000000
+_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+_CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 _SYS_CLONE = {"x86_64": 56, "aarch64": 220}  # clone(2): flags and stack come first on both
 _PR_SET_PDEATHSIG = 1
 _MAX_REQUEST = 1 << 20
@@ -295,9 +285,8 @@ class Spare(BaseException):
 
 
 class Zygote:
-    """The fork server: the host's socket, spares (process 1 of a fresh PID and network
-    namespace each, with the script's process already forked, both waiting for a call)
-    and the calls running, each watched through a pidfd."""
+    """The fork server: the host's socket, spares (process 1 of fresh namespaces each,
+    with the script's process forked, both waiting) and the calls, watched by pidfds."""
 
     def __init__(self, fd: int, spares: int) -> None:
         import selectors  # here, not at the top: the per-process path does not pay for them
@@ -371,7 +360,8 @@ class Zygote:
         import socket
 
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        flags = _CLONE_NEWPID | (0 if network else _CLONE_NEWNET)
+        flags = _CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWIPC | _CLONE_NEWUTS
+        flags |= 0 if network else _CLONE_NEWNET
         flags |= _CLONE_NEWUSER if self.user_namespace else 0
         gc.freeze()
         try:
@@ -440,6 +430,8 @@ def spare(made: Spare) -> None:
                 handle.write(text)
     _close_all_but(channel.fileno())
     os.setsid()
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)  # nothing of ours reaches the server
+    _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)  # our PIDs only
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     child = os.fork()
     if child == 0:
@@ -465,6 +457,7 @@ def spare(made: Spare) -> None:
         stdin, out_file, err_file, config_fd = fds
         os.dup2(err_file, 2)  # anything this process says goes to the call's stderr
         config = _read_config(config_fd)
+        _private_tmp(config)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         socket.send_fds(ours, [message], [stdin, out_w, err_w, config_fd])
@@ -483,15 +476,38 @@ def spare(made: Spare) -> None:
     os._exit(code)
 
 
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+
+
+def _mount(source: str | None, target: str, kind: str | None, flags: int, data: str = "") -> None:
+    names = [None if text is None else text.encode() for text in (source, target, kind)]
+    if _LIBC.mount(*names, flags, data.encode() or None) != 0:
+        failure = ctypes.get_errno()
+        raise OSError(failure, f"mount {target}: {os.strerror(failure)}")
+
+
+def _private_tmp(config: dict[str, Any]) -> None:
+    """The call's own /tmp (its working directory, holding the source) and /dev/shm:
+    tmpfs of twice ``max_file_mb`` each (the script's process hands /tmp to its uid)."""
+    size = 2 * int(config["limits"]["max_file_mb"]) * MIB
+    flags = _MS_NOSUID | _MS_NODEV
+    _mount("tmpfs", _TMP, "tmpfs", flags, f"size={size},mode=0700")
+    _mount("tmpfs", "/dev/shm", "tmpfs", flags, f"size={size},mode=1777")
+    fd = os.open(config["source_path"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        _write_all(fd, config.pop("source").encode())
+    finally:
+        os.close(fd)
+
+
 def _collect(
     child: int, out_r: int, err_r: int, limits: dict[str, Any], keep: int
 ) -> tuple[bytes, bytes]:
     """Process 1 of a forked call reads the script's stdout (up to the cap: one byte more
-    and the script is killed) and stderr (its last ``keep`` bytes) from pipes while it
-    runs, and hands them over in the call's memfds when it ends. So the host only waits
-    for the exit: no pipes, transports and reader tasks on its event loop, which ten
-    calls at once would queue on. Returns when both pipes are closed or the script has
-    exited (then what is left in the pipes is read without waiting)."""
+    and the script is killed) and stderr (its last ``keep`` bytes) while it runs, for
+    the call's memfds: the host only waits for the exit, with no pipes on its event
+    loop. Returns when both pipes are closed or the script has exited (then what is
+    left in the pipes is read without waiting)."""
     import select
 
     cap = int(limits["max_output_bytes"])
@@ -539,25 +555,20 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _read_config(fd: int) -> dict[str, Any]:
-    # pread: process 1 and the script's process share the file's offset
+def _read_config(fd: int) -> dict[str, Any]:  # pread: the fd's offset is shared
     config: dict[str, Any] = json.loads(os.pread(fd, os.fstat(fd).st_size, 0))
     return config
 
 
 def _take_call(channel: Any) -> dict[str, Any]:
-    """In the script's process of a spare: wait for the call from process 1."""
+    """In the script's process of a spare: wait for the call from process 1, make its
+    first three fds our stdio and read its config from the fourth."""
     import socket
 
     message, fds, _, _ = socket.recv_fds(channel, _MAX_REQUEST, _CALL_FDS)
     channel.close()
     if not message:
         os._exit(0)  # process 1 is gone
-    return _stdio_and_config(fds)
-
-
-def _stdio_and_config(fds: list[int]) -> dict[str, Any]:
-    """Make the call's first three fds our stdio; read its config from the fourth."""
     *stdio, memfd = fds
     for target, fd in enumerate(stdio):
         os.dup2(fd, target)

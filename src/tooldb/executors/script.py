@@ -10,7 +10,6 @@ in docs/scripts.md. The subprocess mechanics are in ``sandbox``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import re
@@ -25,7 +24,6 @@ from ..errors import DefinitionError, ExecutionError, ToolTimeout
 from ..types import ToolKind, ToolRecord, ToolSpec
 from . import sandbox
 from .sandbox import Completed, Limits
-from .threads import run_blocking
 
 LANGUAGES = ("python", "javascript")
 _JS_RUNNER = Path(__file__).with_name("script_runner.js").read_text(encoding="utf-8")
@@ -54,8 +52,9 @@ class ScriptExecutor:
             _check_javascript(spec)
 
     def prepare(self, tool: ToolRecord) -> None:
-        """Probe the platform's isolation once per process, before the clock starts."""
-        sandbox.isolation()
+        """Probe the platform's isolation once per process, before the clock starts; fail
+        closed where there is no sandbox."""
+        sandbox.isolation().require(tool.name)
         if language_of(tool.spec) == "javascript" and node_binary() is None:
             raise ExecutionError(f"script tool {tool.name!r} needs node, which is not on PATH")
 
@@ -75,44 +74,18 @@ class ScriptExecutor:
         spec = tool.spec
         language = language_of(spec)
         limits = limits_of(spec)
-        # File system work in a thread: on some disks (ext4 with online discard, say) an
-        # rmdir takes milliseconds, which would stall every other call on this loop. The
-        # shared pool, not asyncio.to_thread: a new loop (each ``call_many`` from sync
-        # code) would start new default-executor threads.
-        workdir, launch = await run_blocking(_scratch_dir, spec, language)
-        try:
-            done = await sandbox.run_script(
-                limits,
-                launch,
-                workdir,
-                stdin=json.dumps(arguments, ensure_ascii=False).encode(),
-                timeout_s=timeout_s,
-                use_forkserver=self.forkserver,
-            )
-        finally:
-            await run_blocking(_remove, workdir)
+        # No file on the host: the source goes into the call's own /tmp in the sandbox
+        # (a tmpfs that ends with the call).
+        done = await sandbox.run_script(
+            limits,
+            _launch(spec, language),
+            spec.target,
+            stdin=json.dumps(arguments, ensure_ascii=False).encode(),
+            timeout_s=timeout_s,
+            use_forkserver=self.forkserver,
+            tool=tool.name,
+        )
         return result_of(tool.name, done, limits, timeout_s)
-
-
-def _scratch_dir(spec: ToolSpec, language: str) -> tuple[Path, dict[str, Any]]:
-    """A fresh scratch dir holding the source, and the launcher's run instructions."""
-    workdir = Path(tempfile.mkdtemp(prefix="tooldb-script-"))
-    try:
-        return workdir, _write_source(spec, language, workdir)
-    except BaseException:
-        _remove(workdir)
-        raise
-
-
-def _remove(workdir: Path) -> None:
-    """Delete the scratch dir: at once when it holds only the source (the usual case;
-    ``rmtree`` costs ~0.3 ms more), else with everything the script left in it."""
-    with contextlib.suppress(OSError):
-        if len(names := os.listdir(workdir)) == 1:
-            os.unlink(workdir / names[0])
-            os.rmdir(workdir)
-            return
-    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def language_of(spec: ToolSpec) -> str:
@@ -202,18 +175,18 @@ def _check_javascript(spec: ToolSpec) -> None:
         raise DefinitionError(f"script tool {spec.name!r}: JavaScript syntax error:\n{detail}")
 
 
-def _write_source(spec: ToolSpec, language: str, workdir: Path) -> dict[str, Any]:
-    """Put the source in the scratch dir; return the launcher's run instructions."""
+def _launch(spec: ToolSpec, language: str) -> dict[str, Any]:
+    """The launcher's run instructions: where the source goes in the call's /tmp (its
+    working directory in the sandbox) and how to run it."""
     if language == "python":
-        path = workdir / "tool.py"
-        path.write_text(spec.target, encoding="utf-8")
-        return {"language": language, "script": str(path)}
-    path = workdir / "tool.js"
-    path.write_text(spec.target, encoding="utf-8")
+        path = f"{sandbox.bwrap.TMP}/tool.py"
+        return {"language": language, "script": path, "source_path": path}
+    path = f"{sandbox.bwrap.TMP}/tool.js"
     node = node_binary()
     if node is None:
         raise ExecutionError(f"script tool {spec.name!r} needs node, which is not on PATH")
-    return {"language": language, "exec": [node, "-e", _JS_RUNNER, str(path)]}
+    node = os.path.realpath(node)  # the real file: a link under /usr/local may point away
+    return {"language": language, "exec": [node, "-e", _JS_RUNNER, path], "source_path": path}
 
 
 def result_of(name: str, done: Completed, limits: Limits, timeout_s: float | None) -> Any:

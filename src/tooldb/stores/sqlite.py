@@ -21,6 +21,8 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
+from ..settings import default_data_dir
+
 
 def database_file(url: str) -> str | None:
     """The database's file path, or None for in-memory and URI databases."""
@@ -30,11 +32,37 @@ def database_file(url: str) -> str | None:
     return str(Path(database).expanduser())
 
 
+def _private_file(path: Path) -> None:
+    """The registry holds every tenant's call arguments: its directory is made 0700 and
+    the file 0600 (SQLite gives its -wal and -shm files the database file's mode). A file
+    made by an older version, readable by others, is tightened."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    home = path.parent
+    if (
+        home == default_data_dir()
+        and home.stat().st_mode & 0o077
+        and home.stat().st_uid == os.geteuid()
+    ):
+        home.chmod(0o700)
+    fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        mode = os.fstat(fd).st_mode
+        if mode & 0o077 and os.fstat(fd).st_uid == os.geteuid():
+            os.fchmod(fd, mode & 0o700)
+    finally:
+        os.close(fd)
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            side = Path(f"{path}{suffix}")
+            if side.stat().st_mode & 0o077 and side.stat().st_uid == os.geteuid():
+                side.chmod(0o600)
+
+
 def create_sqlite_engine(url: str, busy_timeout_s: float) -> sa.Engine:
     parsed = make_url(url)
     database = parsed.database
     if database and database != ":memory:" and not database.startswith("file:"):
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        _private_file(Path(database).expanduser())
     engine = sa.create_engine(
         parsed,
         connect_args={"timeout": busy_timeout_s, "check_same_thread": False},

@@ -1,0 +1,251 @@
+"""Issue 20, items 2 and 3: what a script tool can reach of the host (the registry file,
+other processes' arguments, the host's files, Unix sockets without ``network: true``).
+
+Each test is the reproduction from the issue, run from inside a real sandboxed script
+on every launch path (the fork server, a process of its own, JavaScript's).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tooldb
+from tooldb import Registry, Settings
+
+from .test_registry_files import SQL_TOOL, shared_parent
+
+__all__ = ["shared_parent"]  # a fixture, used by name
+
+ANY_ARGS = {"type": "object", "additionalProperties": True}
+PATHS = ["forkserver", "process"]
+
+
+@pytest.fixture(params=PATHS)
+def reg(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Registry]:
+    """A registry whose Python scripts take the launch path named by the parameter."""
+    url = f"sqlite:///{tmp_path / 'registry.db'}"
+    settings = Settings(url=url, script_forkserver=request.param == "forkserver")
+    registry = tooldb.open(url, settings=settings)
+    yield registry
+    registry.close()
+
+
+def call(registry: Registry, source: str, args: dict[str, Any], **metadata: Any) -> Any:
+    name = f"t{uuid.uuid4().hex[:8]}"
+    registry.add({"name": name, "kind": "script", "target": source, "parameters": ANY_ARGS,
+                  "timeout_s": 20, "metadata": metadata})  # fmt: skip
+    result = registry.call(name, args)
+    assert result.success, result.error
+    return result.data
+
+
+# -- item 2: the registry file, other processes' arguments, the host's files -------
+
+
+READ_REGISTRY = """
+import os
+def main(path):
+    seen = {}
+    for name in (path, os.path.dirname(path)):
+        try:
+            if os.path.isdir(name):
+                seen[name] = sorted(os.listdir(name))
+            else:
+                with open(name, "rb") as handle:
+                    seen[name] = len(handle.read())
+        except OSError as exc:
+            seen[name] = type(exc).__name__
+    return seen
+"""
+
+
+def test_a_script_cannot_read_the_registry(
+    reg: Registry, shared_parent: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = shared_parent / "home"
+    monkeypatch.setenv("TOOLDB_HOME", str(home))
+    with tooldb.open() as default:
+        default.add(SQL_TOOL)
+        default.call("x", {})  # another tenant's call, with its arguments, in the file
+    database = str(home / "registry.db")
+    seen = call(reg, READ_REGISTRY, {"path": database})
+    assert seen == {database: "FileNotFoundError", str(home): "FileNotFoundError"}
+
+
+SCAN_PROC = """
+import os
+def main(secret):
+    pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+    leaked = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if secret.encode() in handle.read():
+                    leaked.append(pid)
+        except OSError:
+            pass
+    return {"pids": pids, "me": os.getpid(), "leaked": leaked}
+"""
+
+
+@pytest.fixture
+def root_process_with_a_secret() -> Iterator[str]:
+    """A host process whose argv holds an API key (the issue's reproduction)."""
+    secret = f"sk-test-{uuid.uuid4().hex}"
+    code = "import sys, time; time.sleep(120)"
+    process = subprocess.Popen([sys.executable, "-c", code, "--api-key", secret])
+    yield secret
+    process.kill()
+    process.wait()
+
+
+def test_a_script_sees_only_its_own_processes(
+    reg: Registry, root_process_with_a_secret: str
+) -> None:
+    seen = call(reg, SCAN_PROC, {"secret": root_process_with_a_secret})
+    assert seen["leaked"] == []
+    assert seen["pids"] == sorted({1, seen["me"]}), seen  # process 1 of its namespace, itself
+
+
+LOOK_AROUND = """
+import os
+def main(probes):
+    seen = {}
+    for path in probes:
+        try:
+            os.lstat(path)
+            seen[path] = sorted(os.listdir(path)) if os.path.isdir(path) else "file"
+        except OSError as exc:
+            seen[path] = type(exc).__name__
+    writes = {}
+    for path in ("/usr/tooldb-probe", "/etc/tooldb-probe", "/tooldb-probe", "/tmp/mine"):
+        try:
+            with open(path, "w") as handle:
+                handle.write("x")
+            writes[path] = "written"
+        except OSError as exc:
+            writes[path] = type(exc).__name__
+    return {"seen": seen, "writes": writes, "cwd": os.getcwd(), "tmp": sorted(os.listdir("/tmp"))}
+"""
+
+
+def test_a_script_sees_system_files_only_and_a_private_tmp(reg: Registry) -> None:
+    host_tmp = Path(tempfile.mkdtemp(prefix="tooldb-sec-tmp-"))
+    host_tmp.chmod(0o755)
+    (host_tmp / "note").write_text("host data")
+    (host_tmp / "note").chmod(0o644)
+    try:
+        probes = ["/run", "/var/run", "/home", "/root", "/work", str(host_tmp),
+                  "/var/run/postgresql", "/usr/bin"]  # fmt: skip
+        seen = call(reg, LOOK_AROUND, {"probes": probes})
+    finally:
+        subprocess.run(["rm", "-rf", str(host_tmp)], check=False)
+    for path in probes[:-1]:
+        assert seen["seen"][path] == "FileNotFoundError", (path, seen["seen"][path])
+    assert "python3" in seen["seen"]["/usr/bin"]  # the system is there, read-only
+    assert seen["writes"]["/tmp/mine"] == "written"
+    for path in ("/usr/tooldb-probe", "/etc/tooldb-probe", "/tooldb-probe"):
+        assert seen["writes"][path] in ("PermissionError", "OSError"), seen["writes"]
+    assert seen["tmp"] == sorted(["mine", "tool.py"]) and seen["cwd"] == "/tmp"
+
+
+# -- item 3: sockets without network: true -----------------------------------------
+
+
+@pytest.fixture
+def unix_listeners() -> Iterator[dict[str, str]]:
+    """A Unix socket anyone may connect to, at a path in a world-readable directory, and
+    an abstract one, both accepting in a thread."""
+    folder = Path(tempfile.mkdtemp(prefix="tooldb-sec-sock-"))
+    folder.chmod(0o755)
+    path = str(folder / "s")
+    abstract = f"tooldb-test-{uuid.uuid4().hex}"
+    servers = []
+    for address in (path, "\0" + abstract):
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(address)
+        server.listen(8)
+        server.settimeout(0.2)
+        servers.append(server)
+    os.chmod(path, 0o777)
+    stop = threading.Event()
+
+    def accept(server: socket.socket) -> None:
+        while not stop.is_set():
+            try:
+                server.accept()[0].close()
+            except OSError:
+                continue
+
+    threads = [threading.Thread(target=accept, args=(s,), daemon=True) for s in servers]
+    for thread in threads:
+        thread.start()
+    yield {"path": path, "abstract": abstract}
+    stop.set()
+    for thread in threads:
+        thread.join()
+    for server in servers:
+        server.close()
+    subprocess.run(["rm", "-rf", str(folder)], check=False)
+
+
+CONNECT_UNIX = """
+import socket
+def main(path, abstract, postgres):
+    seen = {}
+    for name, address in (("path", path), ("abstract", "\\0" + abstract),
+                          ("postgres", postgres)):
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.settimeout(2)
+        try:
+            client.connect(address)
+            seen[name] = "connected"
+        except OSError as exc:
+            seen[name] = type(exc).__name__
+        finally:
+            client.close()
+    return seen
+"""
+
+CONNECT_UNIX_JS = """
+const net = require("net");
+function attempt(address) {
+  return new Promise((resolve) => {
+    const client = net.connect(address);
+    client.on("connect", () => { client.destroy(); resolve("connected"); });
+    client.on("error", (error) => resolve(error.code));
+  });
+}
+module.exports = async ({ path, abstract, postgres }) => ({
+  path: await attempt(path),
+  abstract: await attempt("\\0" + abstract),
+  postgres: await attempt(postgres),
+});
+"""
+
+POSTGRES_SOCKET = "/var/run/postgresql/.s.PGSQL.5432"
+
+
+@pytest.mark.parametrize("language", ["python", "javascript"])
+def test_no_unix_socket_is_reachable_without_network(
+    reg: Registry, unix_listeners: dict[str, str], language: str
+) -> None:
+    args = {**unix_listeners, "postgres": POSTGRES_SOCKET}
+    source = CONNECT_UNIX if language == "python" else CONNECT_UNIX_JS
+    # the test itself can reach all three (PostgreSQL's when it runs on this machine)
+    for address in (unix_listeners["path"], "\0" + unix_listeners["abstract"]):
+        socket.socket(socket.AF_UNIX).connect(address)
+    seen = call(reg, source, args, language=language)
+    assert seen["path"] != "connected" and seen["abstract"] != "connected", seen
+    assert seen["postgres"] != "connected", seen
