@@ -402,3 +402,49 @@ def test_sqlite_without_math_functions_gets_ln_from_python() -> None:
     _ensure_ln(connection, NoMathCursor())
     assert connection.execute("SELECT ln(1.0 + 9.0)").fetchone()[0] == pytest.approx(math.log(10.0))
     _ensure_ln(connection, connection.cursor())  # present: left alone
+
+
+def test_degrading_reports_the_holm_adjusted_p_not_the_raw_one(open_registry: Opener) -> None:
+    """190/200 -> 174/200 is p 0.004 alone: significant at alpha 0.01. Beside five steady
+    tools (180/200 in both windows) the family has 12 tests and Holm lifts it to 0.048:
+    no finding."""
+    registry = open_registry()
+    steady = [f"steady_{i}" for i in range(5)]
+    registry.add(tool_spec("dipping"), *(tool_spec(n) for n in steady))
+    now = time.time()
+    before = {"start": now - 13 * DAY, "end": now - 8 * DAY}
+    current = {"start": now - 6 * DAY, "end": now - HOUR}
+    log_calls(registry, "dipping", pattern(200, 190), **before)
+    log_calls(registry, "dipping", pattern(200, 174), **current)
+    for name in steady:
+        for window in (before, current):
+            log_calls(registry, name, pattern(200, 180), **window)
+    report = registry.ooda(dry_run=True, now=now)
+    assert [f for f in report.findings if f.kind.value == "degrading"] == []
+    # alone, the same tool is reported, with the raw p and the adjusted one
+    alone = open_registry("alone")
+    alone.add(tool_spec("dipping"))
+    log_calls(alone, "dipping", pattern(200, 190), **before)
+    log_calls(alone, "dipping", pattern(200, 174), **current)
+    [finding] = [f for f in alone.ooda(dry_run=True, now=now).findings if f.tool == "dipping"]
+    assert finding.kind.value == "degrading" and finding.evidence.metric == "success"
+    assert finding.evidence.p_value == pytest.approx(0.004, abs=0.001)
+    assert finding.evidence.p_adjusted == pytest.approx(2 * finding.evidence.p_value)
+
+
+def test_the_disable_policy_boundary_is_strictly_below_the_rate(open_registry: Opener) -> None:
+    """Disable below 50% over more than 200 calls: exactly 50% stays, one success fewer
+    goes; 200 calls at 10% stay (not more than 200), 201 calls at 10% go."""
+    registry = open_registry()
+    names = ("at_rate", "just_below", "at_min_calls", "over_min_calls")
+    registry.add(*(tool_spec(n) for n in names))
+    now = time.time()
+    span = {"start": now - 5 * DAY, "end": now - HOUR}
+    log_calls(registry, "at_rate", pattern(250, 125), **span)
+    log_calls(registry, "just_below", pattern(250, 124), **span)
+    log_calls(registry, "at_min_calls", pattern(200, 20), **span)
+    log_calls(registry, "over_min_calls", pattern(201, 20), **span)
+    report = registry.ooda(now=now)
+    assert sorted(a.tool for a in report.acts) == ["just_below", "over_min_calls"]
+    assert registry.get("at_rate").enabled and registry.get("at_min_calls").enabled
+    assert not registry.get("just_below").enabled and not registry.get("over_min_calls").enabled

@@ -178,8 +178,9 @@ class Settings:
 
 
 _POSITIVE = (
-    "http_timeout_s", "http_max_response_bytes", "ooda_window_s", "ooda_slow_p95_ms",
-    "ooda_latency_degrade_ratio", "ooda_lock_ttl_s", "agent_max_depth", "agent_held_calls",
+    "default_timeout_s", "http_timeout_s", "http_max_response_bytes", "ooda_window_s",
+    "ooda_slow_p95_ms", "ooda_latency_degrade_ratio", "ooda_lock_ttl_s", "agent_max_depth",
+    "agent_held_calls",
 )  # fmt: skip
 _FRACTIONS = (
     "ooda_low_success_rate", "ooda_alpha", "ooda_degrade_min_drop",
