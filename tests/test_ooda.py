@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -448,3 +449,90 @@ def test_the_disable_policy_boundary_is_strictly_below_the_rate(open_registry: O
     assert sorted(a.tool for a in report.acts) == ["just_below", "over_min_calls"]
     assert registry.get("at_rate").enabled and registry.get("at_min_calls").enabled
     assert not registry.get("just_below").enabled and not registry.get("over_min_calls").enabled
+
+
+def test_run_acts_by_default_findings_only_read_and_history_trend_and_undo_say_what(
+    open_registry: Opener,
+) -> None:
+    registry = open_registry()
+    registry.add(tool_spec("flaky"), tool_spec("fine"))
+    now = time.time()
+    log_calls(registry, "flaky", pattern(300, 30), start=now - 5 * DAY, end=now - DAY)
+    log_calls(registry, "fine", pattern(40, 40), start=now - 5 * DAY, end=now - DAY)
+    findings = registry.ooda.findings(now=now)
+    assert ("low_success", "flaky") in {(f.kind.value, f.tool) for f in findings}
+    assert registry.get("flaky").enabled and registry.ooda.history() == []  # read only
+    report = registry.ooda.run(now=now)  # not a dry run unless asked
+    assert not report.dry_run and report.cycle_id is not None
+    assert [a.tool for a in report.acts] == ["flaky"] and not registry.get("flaky").enabled
+    [act] = registry.ooda.history()
+    assert registry.ooda.history(limit=0) == []
+    with pytest.raises(UsageError, match="limit must be 0 or more"):
+        registry.ooda.history(limit=-1)
+    [figures] = registry.ooda.trend("flaky")
+    assert (figures["calls"], figures["successes"]) == (300, 30)
+    assert figures["success_rate"] == pytest.approx(0.1)
+    for later in (1, 2):
+        registry.ooda(now=now + later)
+    assert len(registry.ooda.trend("fine")) == 3 and len(registry.ooda.trend("fine", 2)) == 2
+    with pytest.raises(NotFound, match="no tool named 'ghost' in tenant 'default'"):
+        registry.ooda.trend("ghost")
+    undo = registry.ooda.undo(act.id)  # type: ignore[arg-type]
+    assert undo.action == "enable" and registry.get("flaky").enabled
+    assert undo.reason == f"undo of act {act.id} (disable by disable_failing)"
+    assert undo.evidence == {"undoes": act.id, "original_reason": act.reason}
+    when = datetime.fromtimestamp(registry.ooda.history()[1].undone_at or 0, UTC)
+    with pytest.raises(UsageError, match=rf"already undone by act {undo.id} at {when:%Y-%m-%d}"):
+        registry.ooda.undo(act.id)  # type: ignore[arg-type]
+    undone_undo = registry.ooda.undo(undo.id)  # type: ignore[arg-type]  # undo the undo
+    assert undone_undo.action == "disable" and not registry.get("flaky").enabled
+    with pytest.raises(NotFound, match="no OODA act 999999 in tenant 'default'"):
+        registry.ooda.undo(999_999)
+
+
+def test_a_disable_act_carries_its_evidence_and_a_reenable_its_reason(
+    open_registry: Opener,
+) -> None:
+    registry = open_registry()
+    registry.add(tool_spec("flaky"), tool_spec("probe", category="diagnostics"))
+    now = time.time()
+    start, end = now - 5 * DAY, now - DAY
+    log_calls(registry, "flaky", pattern(300, 30), start=start, end=end)
+    log_calls(registry, "probe", pattern(250, 50), start=start, end=end)
+    report = registry.ooda(now=now)
+    [act] = report.acts
+    window_start = now - registry.settings.ooda_window_s
+    assert act.evidence == {
+        "window_start": pytest.approx(window_start), "window_end": pytest.approx(now),
+        "calls": 300, "successes": 30, "success_rate": pytest.approx(0.1),
+        "policy": {"success_below": 0.5, "calls_above": 200,
+                   "protected_categories": ["diagnostics"]},
+    }  # fmt: skip
+    iso = datetime.fromtimestamp(window_start, UTC).isoformat(timespec="seconds")
+    assert act.reason == (
+        f"10% of 300 calls succeeded since {iso} (policy: disable below 50% over more than "
+        "200 calls)"
+    )
+    protected = "20% of 250 calls succeeded, but category 'diagnostics' is protected"
+    assert report.held[0].reason == protected
+    cycle = registry.store.list_cycles(registry.tenant)[0]
+    assert cycle["acts"] == 1
+    # re-enabled by a person: recorded with the moment it happened, then held while it
+    # has too few calls of its own, and left alone once it succeeds on enough
+    registry.enable("flaky")
+    enabled_at = registry.get("flaky").updated_at
+    later = time.time() + 1
+    again = registry.ooda(now=later)
+    [manual] = again.acts
+    assert manual.evidence == {"reverses_act": act.id}
+    assert manual.created_at == pytest.approx(enabled_at, abs=1)
+    when = datetime.fromtimestamp(manual.created_at, UTC).isoformat(timespec="seconds")
+    assert [h.reason for h in again.held if h.tool == "flaky"] == [
+        f"re-enabled by a person at {when}; only 0 calls since"
+    ]
+    log_calls(registry, "flaky", pattern(201, 201), start=later + 1, end=later + 100)
+    third = registry.ooda(now=later + 200)
+    assert [h.reason for h in third.held if h.tool == "flaky"] == [
+        f"re-enabled by a person at {when}; it succeeds since"
+    ]
+    assert third.acts == [] and registry.get("flaky").enabled
