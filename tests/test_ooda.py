@@ -536,3 +536,39 @@ def test_a_disable_act_carries_its_evidence_and_a_reenable_its_reason(
         f"re-enabled by a person at {when}; it succeeds since"
     ]
     assert third.acts == [] and registry.get("flaky").enabled
+
+
+def test_alternatives_skip_the_tool_itself_and_failing_tools_but_not_those_after_them(
+    open_registry: Opener,
+) -> None:
+    registry = open_registry()
+    registry.add(
+        tool_spec("flaky_api", "Fetch the exchange rate of a currency."),
+        tool_spec("broken_twin", "Fetch the exchange rate of a currency."),
+        tool_spec("rates_api", "Exchange rate of a currency, from a second provider."),
+        tool_spec("untried_rates", "Exchange rate of a currency, from a third provider."),
+    )
+    now = time.time()
+    span = {"start": now - 5 * DAY, "end": now - HOUR}
+    log_calls(registry, "flaky_api", pattern(250, 75), **span)
+    log_calls(registry, "broken_twin", pattern(100, 10), **span)  # ranked first, failing
+    log_calls(registry, "rates_api", pattern(50, 48), **span)
+    report = registry.ooda(dry_run=True, now=now)
+    flaky = next(f for f in report.findings if f.tool == "flaky_api" and f.alternatives)
+    names = [a.tool for a in flaky.alternatives]
+    assert sorted(names) == ["rates_api", "untried_rates"]
+    relevances = [a.relevance for a in flaky.alternatives]
+    assert relevances == sorted(relevances, reverse=True)
+    untried = next(a for a in flaky.alternatives if a.tool == "untried_rates")
+    assert untried.calls == 0 and untried.success_rate is None
+    assert untried.expected_success == pytest.approx(0.9)  # the prior
+    rates = next(a for a in flaky.alternatives if a.tool == "rates_api")
+    assert rates.expected_success == pytest.approx((48 + 5 * 0.9) / 55, abs=1e-6)
+    none = open_registry("quiet", ooda_alternatives=0)
+    none.add(
+        tool_spec("flaky_api", "Fetch the exchange rate of a currency."),
+        tool_spec("rates_api", "Exchange rate of a currency, from a second provider."),
+    )
+    log_calls(none, "flaky_api", pattern(250, 75), **span)
+    found = none.ooda(dry_run=True, now=now).findings
+    assert found and all(f.alternatives == [] for f in found)

@@ -15,8 +15,9 @@ import pytest
 
 import tooldb
 from tests import sample_tools
-from tooldb import Registry, Settings, StoreError
-from tooldb.agents import run_task
+from tooldb import ArgumentError, Registry, Settings, StoreError
+from tooldb.agents import AgentLoop, run_task
+from tooldb.models import ScriptedModel, call
 
 from .ooda_support import tool_spec
 
@@ -152,3 +153,42 @@ def test_a_returned_call_survives_kill_9_on_postgresql(postgres_url: str, tmp_pa
         stats = reg.get("add").stats
         assert stats.usage_count == len(logged) == stats.success_count
         assert len(logged) in (40, 41)  # at most the one call in flight beyond them
+
+
+def test_a_call_records_its_arguments_error_and_output_as_given(registry: Registry) -> None:
+    """The log keeps what the post-mortem needs: the arguments as sent (raw input that
+    is no object kept verbatim under ``_raw``, values JSON cannot hold by their repr), the
+    error text, and no preview for an empty output."""
+    registry.add(sample_tools.add, sample_tools.fail, sample_tools.noop)
+
+    class Odd:
+        def __repr__(self) -> str:
+            return "<odd>"
+
+    assert registry.call("add", {"a": 2, "b": 3}).success
+    assert not registry.call("fail", {"message": "kaput"}).success
+    assert registry.call("noop").success
+    for raw in ("{not json", [1, 2]):
+        with pytest.raises(ArgumentError):
+            registry.call("add", raw)  # type: ignore[arg-type]
+    with pytest.raises(ArgumentError):
+        registry.call("add", {"a": Odd()})
+    logged = list(reversed(registry.calls(limit=10)))
+    assert [c.arguments for c in logged] == [
+        {"a": 2, "b": 3}, {"message": "kaput"}, {}, {"_raw": "{not json"}, {"_raw": [1, 2]},
+        {"a": "<odd>"},
+    ]  # fmt: skip
+    assert logged[1].error is not None and "kaput" in logged[1].error
+    assert logged[0].output_preview == "5" and logged[0].error is None
+    assert logged[2].output_preview is None and logged[2].output_size == 0
+
+
+def test_an_agent_run_records_its_calls_arguments_through_the_held_path(
+    registry: Registry,
+) -> None:
+    registry.add(sample_tools.add)
+    model = ScriptedModel([[call("add", {"a": 1, "b": 2}), call("add", {"a": 3})], "done"])
+    result = AgentLoop(registry, model, tools=["add"]).run("add twice")
+    logged = registry.calls(run_id=result.run_id)
+    assert sorted((c.arguments["a"], c.output_preview) for c in logged) == [(1, "3"), (3, "4")]
+    assert {u.call_id for u in result.tool_calls} == {c.id for c in logged}
