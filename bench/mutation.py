@@ -153,6 +153,7 @@ def mutmut_config(files: list[str], tests: list[str]) -> str:
         f"only_mutate = {toml_list(files)}\n"
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
         f"pytest_add_cli_args = {toml_list(PYTEST_ARGS)}\n"
+        'also_copy = ["examples/"]\n'
         "use_git_change_detection = false\n"
     )
 
@@ -161,6 +162,7 @@ def prepare(work: Path, files: list[str], tests: list[str]) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis")
     shutil.copytree(ROOT / "src", work / "src", ignore=ignore)
     shutil.copytree(ROOT / "tests", work / "tests", ignore=ignore)
+    shutil.copytree(ROOT / "examples", work / "examples", ignore=ignore)  # tests read them
     pyproject = (ROOT / "pyproject.toml").read_text()
     (work / "pyproject.toml").write_text(pyproject + mutmut_config(files, tests))
 
@@ -180,7 +182,9 @@ def run_group(name: str, work: Path, children: int) -> Score:
     files, tests = GROUPS[name]
     prepare(work, files, tests)
     started = time.perf_counter()
-    mutmut(work, "run", "--max-children", str(children), check=False)
+    ran = mutmut(work, "run", "--max-children", str(children), check=False)
+    if "failed to collect stats" in ran or "not checked" in mutmut(work, "results"):
+        raise SystemExit(f"mutmut could not run the tests of {name}:\n{ran[-3000:]}")
     score = Score(name, seconds=time.perf_counter() - started)
     for line in mutmut(work, "results", "--all", "true").splitlines():
         match = re.match(r"\s*(\S+): (\S+)", line)
