@@ -471,3 +471,41 @@ def test_a_run_stopped_by_keyboard_interrupt_marks_itself_interrupted(reg: Regis
     assert run.status is RunStatus.INTERRUPTED and run.requires_review
     assert "KeyboardInterrupt" in (run.review_reason or "") and run.tool_calls == 1
     assert reg.sweep_runs() == []
+
+
+@pytest.mark.parametrize("held", [1, GROUP])
+def test_argument_errors_in_a_run_are_logged_but_not_counted(reg: Registry, held: int) -> None:
+    """The loop's commits, one per call or grouped, count like ``Registry.call``: bad
+    arguments are the model's mistake, not the tool's, so they touch neither usage nor
+    success."""
+    settings = replace(reg.settings, agent_held_calls=held)
+    with tooldb.open(settings.resolved_url, settings=settings) as opened:
+        _argument_errors_are_not_counted(opened)
+
+
+def _argument_errors_are_not_counted(reg: Registry) -> None:
+    model = ScriptedModel(
+        [call("add", {"a": "two"}), call("add", {"b": 1}), call("add", {"a": 1, "b": 2}), "3"]
+    )
+    result = AgentLoop(reg, model, tools=["add"]).run("add 1 and 2")
+    assert result.status is RunStatus.SUCCESS and result.output == "3"
+    assert [u.success for u in result.tool_calls] == [False, False, True]
+    stats = reg.get("add").stats
+    assert (stats.usage_count, stats.success_count) == (1, 1)
+    logged = reg.calls(run_id=result.run_id)
+    assert sorted(c.error_kind.value if c.error_kind else "ok" for c in logged) == [
+        "arguments", "arguments", "ok",
+    ]  # fmt: skip
+
+
+def test_a_limit_reached_on_a_turn_with_text_and_calls_returns_the_text(reg: Registry) -> None:
+    turn = ModelTurn(text="So far: 1 + 2 = 3.", tool_calls=[call("add", {"a": 1, "b": 2})])
+    model = ScriptedModel([turn], repeat_last=True)
+    result = AgentLoop(reg, model, tools=["add"], limits=Limits(max_iterations=1)).run("add")
+    assert result.status is RunStatus.PARTIAL and result.requires_review
+    assert result.review_reason == "reached the limit of 1 iterations"
+    assert result.output == "So far: 1 + 2 = 3."  # the model's last words, not the tool's "3"
+    model = ScriptedModel([turn, [call("add", {"a": 5})] * 20])
+    result = AgentLoop(reg, model, tools=["add"], limits=Limits(max_tool_calls=3)).run("add")
+    assert result.review_reason == "reached the limit of 3 tool calls"
+    assert result.output == "So far: 1 + 2 = 3."

@@ -3,9 +3,7 @@ shared state, recursion limits, parallel delegation, router agents, the CLI."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import pytest
 
 import tests.sample_tools as st
 import tooldb
+from tests.overlap import Gauge
 from tests.test_cli import as_json
 from tooldb import AgentSpec, Registry, Settings
 from tooldb.agents import AgentLoop
@@ -194,8 +193,10 @@ def test_recursion_and_depth_are_bounded(reg: Registry) -> None:
 
 
 def test_agent_tools_called_in_one_turn_run_in_parallel(reg: Registry) -> None:
+    gauge = Gauge()
+
     async def slow(messages: list[Message], tools: list[ToolSchema], _: ToolChoice) -> object:
-        await asyncio.sleep(0.5)
+        await gauge.hold_until(2)  # until the other agent's turn is in too
         return f"slow {_task(messages)}"
 
     register_model("test:slow", FunctionModel(slow))
@@ -207,10 +208,9 @@ def test_agent_tools_called_in_one_turn_run_in_parallel(reg: Registry) -> None:
             return [call("slowpoke", {"task": "one"}), call("slowpoke", {"task": "two"})]
         return " | ".join(m.content for m in done)
 
-    started = time.perf_counter()
     result = AgentLoop(reg, FunctionModel(boss), tools=["slowpoke"]).run("both")
-    assert time.perf_counter() - started < 0.95  # one after the other would take 1 s
     assert result.output == "slow one | slow two"
+    assert gauge.peak == 2  # both agents' model turns were in flight at once
 
 
 def test_an_agent_without_a_model_routes(reg: Registry) -> None:

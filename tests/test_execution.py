@@ -8,8 +8,9 @@ import time
 
 import pytest
 
+import tooldb
 from tests import sample_tools
-from tooldb import ErrorKind, Registry, Returns
+from tooldb import DefinitionError, ErrorKind, Registry, Returns, Settings, UsageError
 from tooldb.execution import render
 
 
@@ -92,6 +93,34 @@ def test_per_tool_timeout_and_settings_default(registry: Registry) -> None:
          "parameters": {"seconds": "float"}}
     )  # fmt: skip
     assert "0.2 s" in (registry.call("slow", {"seconds": 3}).error or "")
+
+
+def test_a_tool_without_a_timeout_of_its_own_gets_the_settings_default(store_url: str) -> None:
+    settings = Settings(embedder="hash", url=store_url, default_timeout_s=0.3)
+    with tooldb.open(store_url, settings=settings) as registry:
+        registry.add(sample_tools.sleep_sync)
+        assert registry.get("sleep_sync").spec.timeout_s is None
+        started = time.perf_counter()
+        result = registry.call("sleep_sync", {"seconds": 5})
+        assert not result.success and "timed out after 0.3 s" in (result.error or "")
+        assert time.perf_counter() - started < 2
+        assert registry.calls()[0].error_kind is ErrorKind.TIMEOUT
+        # an explicit timeout still wins over the default
+        assert "timed out after 0.2 s" in (
+            registry.call("sleep_sync", {"seconds": 5}, timeout_s=0.2).error or ""
+        )
+
+
+@pytest.mark.parametrize("bad", [0, -1, -0.5])
+def test_a_non_positive_timeout_is_refused(registry: Registry, bad: float) -> None:
+    registry.add(sample_tools.sleep_sync)
+    with pytest.raises(UsageError, match="timeout must be positive"):
+        registry.call("sleep_sync", {"seconds": 0}, timeout_s=bad)
+    with pytest.raises(UsageError, match="default_timeout_s"):
+        Settings(default_timeout_s=bad)
+    with pytest.raises(DefinitionError):
+        registry.add({"name": "t", "target": "tests.sample_tools:noop", "timeout_s": bad})
+    assert registry.calls() == []
 
 
 def test_non_serialisable_return_is_rendered(registry: Registry) -> None:

@@ -5,7 +5,9 @@ slow and huge answers)."""
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
+import socket
 import time
 import urllib.parse
 from pathlib import Path
@@ -19,6 +21,7 @@ from hypothesis import strategies as st
 import tooldb
 from tooldb import DefinitionError, ErrorKind, Registry, Settings, ToolSpec
 from tooldb.examples.pets_server import PetsServer
+from tooldb.executors.http_guard import is_public
 from tooldb.executors.http_plan import build_request, parse_plan
 from tooldb.stores.schema import metadata as schema_metadata
 
@@ -295,7 +298,6 @@ def guarded(store_url: str) -> Any:
         "127.1",
         "[::ffff:127.0.0.1]",
         "192.168.0.1",
-        "metadata.google.internal.",
     ],
 )
 def test_private_hosts_are_refused_by_default(guarded: Registry, host: str) -> None:
@@ -304,8 +306,71 @@ def test_private_hosts_are_refused_by_default(guarded: Registry, host: str) -> N
     result = guarded.call("ssrf", timeout_s=5)
     assert not result.success
     assert result.error is not None and result.error.startswith("tool 'ssrf': ")
-    assert "not allowed" in result.error or "cannot resolve host" in result.error
+    assert "is not allowed: it is not a public address" in result.error
     assert time.perf_counter() - started < 3
+
+
+def _teredo(v4: str) -> str:
+    """The Teredo address (2001::/32) of a client behind ``v4`` (stored inverted)."""
+    server = int(ipaddress.IPv4Address("65.54.227.120"))
+    client = int(ipaddress.IPv4Address(v4)) ^ 0xFFFFFFFF
+    return str(ipaddress.IPv6Address((0x20010000 << 96) | (server << 64) | client))
+
+
+def _sixtofour(v4: str) -> str:
+    """The 6to4 address (2002::/16) of a site at ``v4``."""
+    return str(ipaddress.IPv6Address((0x2002 << 112) | (int(ipaddress.IPv4Address(v4)) << 80) | 1))
+
+
+EMBEDDING_FORMS = {
+    "mapped": lambda v4: f"::ffff:{v4}",
+    "nat64": lambda v4: f"64:ff9b::{v4}",
+    "6to4": _sixtofour,
+    "teredo": _teredo,
+}
+
+
+@pytest.mark.parametrize("form", sorted(EMBEDDING_FORMS))
+@pytest.mark.parametrize("v4", ["127.0.0.1", "10.0.0.1", "169.254.169.254"])
+def test_ipv6_forms_that_carry_a_private_ipv4_are_refused(
+    guarded: Registry, form: str, v4: str
+) -> None:
+    address = EMBEDDING_FORMS[form](v4)
+    assert ipaddress.IPv6Address(address)  # a well-formed IPv6 literal
+    assert not is_public(ipaddress.ip_address(address))
+    guarded.add(http_tool("ssrf", f"GET http://[{address}]:9/latest/meta-data"))
+    result = guarded.call("ssrf", timeout_s=5)
+    assert not result.success
+    assert "is not allowed: it is not a public address" in (result.error or ""), result.error
+
+
+def test_the_nat64_form_of_169_254_169_254_is_refused(guarded: Registry) -> None:
+    guarded.add(http_tool("ssrf", "GET http://[64:ff9b::a9fe:a9fe]/latest/meta-data"))
+    assert "not allowed" in (guarded.call("ssrf", timeout_s=5).error or "")
+    # the same forms of a public address stay public (NAT64 and 6to4 route to it)
+    for public in ("64:ff9b::8.8.8.8", _sixtofour("8.8.8.8")):
+        assert is_public(ipaddress.ip_address(public)), public
+
+
+def test_a_name_resolving_to_a_private_address_is_refused_by_the_policy(
+    guarded: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not through a DNS failure: the name resolves (here, to cloud metadata) and the
+    policy refuses every address it resolves to."""
+    real = socket.getaddrinfo
+
+    def fake(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(host).rstrip(".") == "metadata.google.internal":
+            return real("169.254.169.254", port, *args, **kwargs)
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+    guarded.add(http_tool("ssrf", "GET http://metadata.google.internal.:9/latest/meta-data"))
+    result = guarded.call("ssrf", timeout_s=5)
+    assert not result.success and "cannot resolve" not in (result.error or "")
+    assert "host 'metadata.google.internal.' (address 169.254.169.254) is not allowed" in (
+        result.error or ""
+    ), result.error
 
 
 def test_refused_before_any_connection(guarded: Registry, pets: PetsServer) -> None:

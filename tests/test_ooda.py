@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -402,3 +403,172 @@ def test_sqlite_without_math_functions_gets_ln_from_python() -> None:
     _ensure_ln(connection, NoMathCursor())
     assert connection.execute("SELECT ln(1.0 + 9.0)").fetchone()[0] == pytest.approx(math.log(10.0))
     _ensure_ln(connection, connection.cursor())  # present: left alone
+
+
+def test_degrading_reports_the_holm_adjusted_p_not_the_raw_one(open_registry: Opener) -> None:
+    """190/200 -> 174/200 is p 0.004 alone: significant at alpha 0.01. Beside five steady
+    tools (180/200 in both windows) the family has 12 tests and Holm lifts it to 0.048:
+    no finding."""
+    registry = open_registry()
+    steady = [f"steady_{i}" for i in range(5)]
+    registry.add(tool_spec("dipping"), *(tool_spec(n) for n in steady))
+    now = time.time()
+    before = {"start": now - 13 * DAY, "end": now - 8 * DAY}
+    current = {"start": now - 6 * DAY, "end": now - HOUR}
+    log_calls(registry, "dipping", pattern(200, 190), **before)
+    log_calls(registry, "dipping", pattern(200, 174), **current)
+    for name in steady:
+        for window in (before, current):
+            log_calls(registry, name, pattern(200, 180), **window)
+    report = registry.ooda(dry_run=True, now=now)
+    assert [f for f in report.findings if f.kind.value == "degrading"] == []
+    # alone, the same tool is reported, with the raw p and the adjusted one
+    alone = open_registry("alone")
+    alone.add(tool_spec("dipping"))
+    log_calls(alone, "dipping", pattern(200, 190), **before)
+    log_calls(alone, "dipping", pattern(200, 174), **current)
+    [finding] = [f for f in alone.ooda(dry_run=True, now=now).findings if f.tool == "dipping"]
+    assert finding.kind.value == "degrading" and finding.evidence.metric == "success"
+    assert finding.evidence.p_value == pytest.approx(0.004, abs=0.001)
+    assert finding.evidence.p_adjusted == pytest.approx(2 * finding.evidence.p_value)
+
+
+def test_the_disable_policy_boundary_is_strictly_below_the_rate(open_registry: Opener) -> None:
+    """Disable below 50% over more than 200 calls: exactly 50% stays, one success fewer
+    goes; 200 calls at 10% stay (not more than 200), 201 calls at 10% go."""
+    registry = open_registry()
+    names = ("at_rate", "just_below", "at_min_calls", "over_min_calls")
+    registry.add(*(tool_spec(n) for n in names))
+    now = time.time()
+    span = {"start": now - 5 * DAY, "end": now - HOUR}
+    log_calls(registry, "at_rate", pattern(250, 125), **span)
+    log_calls(registry, "just_below", pattern(250, 124), **span)
+    log_calls(registry, "at_min_calls", pattern(200, 20), **span)
+    log_calls(registry, "over_min_calls", pattern(201, 20), **span)
+    report = registry.ooda(now=now)
+    assert sorted(a.tool for a in report.acts) == ["just_below", "over_min_calls"]
+    assert registry.get("at_rate").enabled and registry.get("at_min_calls").enabled
+    assert not registry.get("just_below").enabled and not registry.get("over_min_calls").enabled
+
+
+def test_run_acts_by_default_findings_only_read_and_history_trend_and_undo_say_what(
+    open_registry: Opener,
+) -> None:
+    registry = open_registry()
+    registry.add(tool_spec("flaky"), tool_spec("fine"))
+    now = time.time()
+    log_calls(registry, "flaky", pattern(300, 30), start=now - 5 * DAY, end=now - DAY)
+    log_calls(registry, "fine", pattern(40, 40), start=now - 5 * DAY, end=now - DAY)
+    findings = registry.ooda.findings(now=now)
+    assert ("low_success", "flaky") in {(f.kind.value, f.tool) for f in findings}
+    assert registry.get("flaky").enabled and registry.ooda.history() == []  # read only
+    report = registry.ooda.run(now=now)  # not a dry run unless asked
+    assert not report.dry_run and report.cycle_id is not None
+    assert [a.tool for a in report.acts] == ["flaky"] and not registry.get("flaky").enabled
+    [act] = registry.ooda.history()
+    assert registry.ooda.history(limit=0) == []
+    with pytest.raises(UsageError, match="limit must be 0 or more"):
+        registry.ooda.history(limit=-1)
+    [figures] = registry.ooda.trend("flaky")
+    assert (figures["calls"], figures["successes"]) == (300, 30)
+    assert figures["success_rate"] == pytest.approx(0.1)
+    for later in (1, 2):
+        registry.ooda(now=now + later)
+    assert len(registry.ooda.trend("fine")) == 3 and len(registry.ooda.trend("fine", 2)) == 2
+    with pytest.raises(NotFound, match="no tool named 'ghost' in tenant 'default'"):
+        registry.ooda.trend("ghost")
+    undo = registry.ooda.undo(act.id)  # type: ignore[arg-type]
+    assert undo.action == "enable" and registry.get("flaky").enabled
+    assert undo.reason == f"undo of act {act.id} (disable by disable_failing)"
+    assert undo.evidence == {"undoes": act.id, "original_reason": act.reason}
+    when = datetime.fromtimestamp(registry.ooda.history()[1].undone_at or 0, UTC)
+    with pytest.raises(UsageError, match=rf"already undone by act {undo.id} at {when:%Y-%m-%d}"):
+        registry.ooda.undo(act.id)  # type: ignore[arg-type]
+    undone_undo = registry.ooda.undo(undo.id)  # type: ignore[arg-type]  # undo the undo
+    assert undone_undo.action == "disable" and not registry.get("flaky").enabled
+    with pytest.raises(NotFound, match="no OODA act 999999 in tenant 'default'"):
+        registry.ooda.undo(999_999)
+
+
+def test_a_disable_act_carries_its_evidence_and_a_reenable_its_reason(
+    open_registry: Opener,
+) -> None:
+    registry = open_registry()
+    registry.add(tool_spec("flaky"), tool_spec("probe", category="diagnostics"))
+    now = time.time()
+    start, end = now - 5 * DAY, now - DAY
+    log_calls(registry, "flaky", pattern(300, 30), start=start, end=end)
+    log_calls(registry, "probe", pattern(250, 50), start=start, end=end)
+    report = registry.ooda(now=now)
+    [act] = report.acts
+    window_start = now - registry.settings.ooda_window_s
+    assert act.evidence == {
+        "window_start": pytest.approx(window_start), "window_end": pytest.approx(now),
+        "calls": 300, "successes": 30, "success_rate": pytest.approx(0.1),
+        "policy": {"success_below": 0.5, "calls_above": 200,
+                   "protected_categories": ["diagnostics"]},
+    }  # fmt: skip
+    iso = datetime.fromtimestamp(window_start, UTC).isoformat(timespec="seconds")
+    assert act.reason == (
+        f"10% of 300 calls succeeded since {iso} (policy: disable below 50% over more than "
+        "200 calls)"
+    )
+    protected = "20% of 250 calls succeeded, but category 'diagnostics' is protected"
+    assert report.held[0].reason == protected
+    cycle = registry.store.list_cycles(registry.tenant)[0]
+    assert cycle["acts"] == 1
+    # re-enabled by a person: recorded with the moment it happened, then held while it
+    # has too few calls of its own, and left alone once it succeeds on enough
+    registry.enable("flaky")
+    enabled_at = registry.get("flaky").updated_at
+    later = time.time() + 1
+    again = registry.ooda(now=later)
+    [manual] = again.acts
+    assert manual.evidence == {"reverses_act": act.id}
+    assert manual.created_at == pytest.approx(enabled_at, abs=1)
+    when = datetime.fromtimestamp(manual.created_at, UTC).isoformat(timespec="seconds")
+    assert [h.reason for h in again.held if h.tool == "flaky"] == [
+        f"re-enabled by a person at {when}; only 0 calls since"
+    ]
+    log_calls(registry, "flaky", pattern(201, 201), start=later + 1, end=later + 100)
+    third = registry.ooda(now=later + 200)
+    assert [h.reason for h in third.held if h.tool == "flaky"] == [
+        f"re-enabled by a person at {when}; it succeeds since"
+    ]
+    assert third.acts == [] and registry.get("flaky").enabled
+
+
+def test_alternatives_skip_the_tool_itself_and_failing_tools_but_not_those_after_them(
+    open_registry: Opener,
+) -> None:
+    registry = open_registry()
+    registry.add(
+        tool_spec("flaky_api", "Fetch the exchange rate of a currency."),
+        tool_spec("broken_twin", "Fetch the exchange rate of a currency."),
+        tool_spec("rates_api", "Exchange rate of a currency, from a second provider."),
+        tool_spec("untried_rates", "Exchange rate of a currency, from a third provider."),
+    )
+    now = time.time()
+    span = {"start": now - 5 * DAY, "end": now - HOUR}
+    log_calls(registry, "flaky_api", pattern(250, 75), **span)
+    log_calls(registry, "broken_twin", pattern(100, 10), **span)  # ranked first, failing
+    log_calls(registry, "rates_api", pattern(50, 48), **span)
+    report = registry.ooda(dry_run=True, now=now)
+    flaky = next(f for f in report.findings if f.tool == "flaky_api" and f.alternatives)
+    names = [a.tool for a in flaky.alternatives]
+    assert sorted(names) == ["rates_api", "untried_rates"]
+    relevances = [a.relevance for a in flaky.alternatives]
+    assert relevances == sorted(relevances, reverse=True)
+    untried = next(a for a in flaky.alternatives if a.tool == "untried_rates")
+    assert untried.calls == 0 and untried.success_rate is None
+    assert untried.expected_success == pytest.approx(0.9)  # the prior
+    rates = next(a for a in flaky.alternatives if a.tool == "rates_api")
+    assert rates.expected_success == pytest.approx((48 + 5 * 0.9) / 55, abs=1e-6)
+    none = open_registry("quiet", ooda_alternatives=0)
+    none.add(
+        tool_spec("flaky_api", "Fetch the exchange rate of a currency."),
+        tool_spec("rates_api", "Exchange rate of a currency, from a second provider."),
+    )
+    log_calls(none, "flaky_api", pattern(250, 75), **span)
+    found = none.ooda(dry_run=True, now=now).findings
+    assert found and all(f.alternatives == [] for f in found)

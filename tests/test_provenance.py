@@ -282,3 +282,107 @@ def test_cli_trace_explain_cypher(store_url: str) -> None:
     assert as_json(store_url, "explain", "12345678", code=2)["error"]["type"] == "NotFound"
     push = as_json(store_url, "trace", "--push", ran["run_id"], code=2)
     assert "no Neo4j server" in push["error"]["message"]
+
+
+def test_another_tenant_reads_nothing_of_a_run_its_calls_decisions_skills_or_agents(
+    reg: Registry,
+) -> None:
+    """Tenant B asking for tenant A's ids gets NotFound (or nothing), through the Python
+    API, the store and the CLI: runs, explain, trace, decisions, skills and agents."""
+    run_id = _agent_run(reg)
+    direct = reg.call("add", {"a": 1, "b": 2}).call_id
+    reg.add_agent({"name": "helper", "instructions": "Help."})
+    found = reg.trace(run_id)
+    call_ids = [e["call_id"] for e in found.tree["events"] if e["type"] == "call"]
+    child_id = found.tree["events"][-1]["run_id"]
+    child_call = found.tree["events"][-1]["events"][0]["call_id"]
+    decision_id = found.tree["events"][0]["decision_id"]
+    assert reg.explain(call_ids[0]).run is not None and direct is not None  # A sees them
+
+    other = reg.for_tenant("other")
+    other.add(st.add)  # B has a tool of the same name: names are no way in either
+    for key in [direct, child_call, *call_ids]:
+        with pytest.raises(NotFound, match=f"no call {key} in tenant 'other'"):
+            other.explain(key)
+        assert other.store.get_call("other", key) is None
+    for run in (run_id, child_id):
+        with pytest.raises(NotFound, match="tenant 'other'"):
+            other.trace(run)
+        assert other.store.get_run("other", run) is None
+        assert other.store.get_run_details("other", run) is None
+        assert other.store.run_tree("other", run) == []
+        assert other.store.run_ancestors("other", run) == []
+    assert other.store.list_runs("other") == []
+    assert other.store.list_runs("other", parent_run_id=run_id) == []
+    assert other.store.decisions_of_runs("other", [run_id, child_id]) == []
+    assert other.store.calls_of_runs("other", [run_id, child_id]) == []
+    assert other.store.get_decision("other", decision_id) is None
+    assert other.store.list_decisions("other") == []
+    assert other.store.list_decisions("other", run_id=run_id) == []
+    assert other.store.acts_on_tools("other", ["add", "echo"]) == []
+    assert other.calls() == [] and other.calls(run_id=run_id) == []
+    with pytest.raises(NotFound, match="no skill named 'text' in tenant 'other'"):
+        other.skill("text")
+    with pytest.raises(NotFound, match="no agent named 'helper' in tenant 'other'"):
+        other.agent("helper")
+    assert other.skills() == [] and other.agents() == []
+    # the CLI's read paths say the same
+    url = str(reg.settings.url)
+    for command in (
+        ["explain", str(direct)],
+        ["explain", str(call_ids[0])],
+        ["trace", run_id],
+        ["runs", "show", run_id],
+        ["run", "show", child_id],
+    ):
+        refused = as_json(url, *command, code=2, tenant="other")
+        assert refused["error"]["type"] == "NotFound", command
+    assert as_json(url, "runs", tenant="other")["runs"] == []
+    assert as_json(url, "skills", tenant="other")["skills"] == []
+    assert as_json(url, "agents", tenant="other")["agents"] == []
+    # and tenant A still sees all of it
+    assert reg.trace(run_id).tree["run_id"] == run_id and reg.skill("text").name == "text"
+
+
+def test_the_owning_tenant_reads_each_row_back_and_removes_only_its_own(reg: Registry) -> None:
+    """The positive side of the tenant filters: every read path returns the tenant's own
+    rows, exactly (a filter that matched nothing would pass the cross-tenant test)."""
+    run_id = _agent_run(reg)
+    store, tenant = reg.store, reg.tenant
+    found = reg.trace(run_id)
+    child_id = found.tree["events"][-1]["run_id"]
+    call_ids = sorted(e["call_id"] for e in found.tree["events"] if e["type"] == "call")
+    run = store.get_run(tenant, run_id)
+    assert run is not None and run.id == run_id and run.status.value == "success"
+    child = store.get_run(tenant, child_id)
+    assert child is not None and child.parent_run_id == run_id
+    details = store.get_run_details(tenant, run_id)
+    assert details is not None and details["id"] == run_id
+    assert [r["id"] for r in store.run_tree(tenant, run_id)] == [run_id, child_id]
+    assert [r["id"] for r in store.run_ancestors(tenant, child_id)] == [run_id]
+    assert [r.id for r in store.list_runs(tenant, parent_run_id=run_id)] == [child_id]
+    assert {r.id for r in store.list_runs(tenant)} == {run_id, child_id}
+    assert {r.id for r in store.list_runs(tenant, status="success")} == {run_id, child_id}
+    assert store.list_runs(tenant, status="error") == []
+    assert len(store.list_runs(tenant, limit=1)) == 1
+    assert [c["id"] for c in store.calls_of_runs(tenant, [run_id])] == call_ids
+    decisions = store.decisions_of_runs(tenant, [run_id, child_id])
+    assert len(decisions) == 1 and decisions[0]["run_id"] == run_id
+    assert store.get_decision(tenant, decisions[0]["id"]) is not None
+    for call_id in call_ids:
+        row = store.get_call(tenant, call_id)
+        assert row is not None and row["id"] == call_id and row["run_id"] == run_id
+    messages = store.run_messages(run_id)
+    assert [m["seq"] for m in messages] == sorted(m["seq"] for m in messages)
+    assert [m["role"] for m in messages[:2]] == ["system", "user"] and messages[0]["iteration"] == 0
+    store.set_decision_choice(decisions[0]["id"], "echo")
+    assert store.get_decision(tenant, decisions[0]["id"])["chosen"] == "echo"  # type: ignore[index]
+    # removal is per tenant too
+    reg.add_agent({"name": "helper", "instructions": "Help."})
+    other = reg.for_tenant("other")
+    other.add_skill({"name": "text", "description": "Theirs.", "tools": ["echo"]})
+    assert not store.remove_skill("nobody", "text") and not store.remove_agent("nobody", "helper")
+    assert store.remove_skill(tenant, "text") and store.remove_agent(tenant, "helper")
+    assert store.get_skill(tenant, "text") is None and store.get_agent(tenant, "helper") is None
+    assert other.skill("text").description == "Theirs."  # the other tenant's is untouched
+    assert not store.remove_skill(tenant, "text")

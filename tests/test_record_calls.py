@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tooldb import Registry, StoreError
+import tooldb
+from tests import sample_tools
+from tooldb import ArgumentError, Registry, Settings, StoreError
+from tooldb.agents import AgentLoop, run_task
+from tooldb.models import ScriptedModel, call
 
 from .ooda_support import tool_spec
 
@@ -57,3 +67,128 @@ def test_a_bad_row_leaves_nothing_behind(registry: Registry) -> None:
     assert registry.get("a").stats.usage_count == 0
     registry.store.record_calls([good])  # the connection is usable afterwards
     assert registry.get("a").stats.usage_count == 1
+
+
+def test_record_output_chars_bounds_the_stored_preview(store_url: str) -> None:
+    settings = Settings(embedder="hash", url=store_url, record_output_chars=5)
+    with tooldb.open(store_url, settings=settings) as registry:
+        registry.add(sample_tools.echo)
+        result = registry.call("echo", {"text": "héllo, world"})
+        assert result.success and result.output == "héllo, world"  # the caller gets it all
+        [logged] = registry.calls()
+        assert logged.output_preview == "héllo"  # five characters, not bytes
+        assert logged.output_size == len("héllo, world".encode())
+        registry.call("echo", {"text": "tiny"})
+        assert registry.calls()[0].output_preview == "tiny"
+
+
+def test_record_decisions_off_stores_no_selection(store_url: str) -> None:
+    settings = Settings(embedder="hash", url=store_url, record_decisions=False)
+    with tooldb.open(store_url, settings=settings) as registry:
+        registry.add(sample_tools.add, sample_tools.echo)
+        selection = registry.select("add two numbers", k=2, run_id="run-1")
+        assert selection.names[0] == "add" and selection.decision_id is None
+        routed = run_task(registry, "add 2 and 3")
+        assert routed.output == "5"
+        assert registry.store.list_decisions(registry.tenant) == []
+        # an explicit record=True still records (the setting is only the default)
+        forced = registry.select("add two numbers", k=2, record=True)
+        assert forced.decision_id is not None
+        assert len(registry.store.list_decisions(registry.tenant)) == 1
+    with tooldb.open(store_url, settings=Settings(embedder="hash", url=store_url)) as registry:
+        assert registry.select("add two numbers", k=2).decision_id is not None
+
+
+_CALLER = """
+import sys
+import tooldb
+from tooldb import Settings
+url = sys.argv[1]
+registry = tooldb.open(url, settings=Settings(embedder="hash", url=url))
+registry.add_module("tests.sample_tools")
+print("ready", flush=True)
+n = 0
+while True:
+    n += 1
+    result = registry.call("add", {"a": n, "b": 0})
+    assert result.success and result.output == str(n)
+    print(result.call_id, flush=True)  # only once the call has returned
+"""
+
+
+@pytest.mark.postgres
+def test_a_returned_call_survives_kill_9_on_postgresql(postgres_url: str, tmp_path: Path) -> None:
+    """``registry.call`` returns only once its record is committed: a process killed with
+    SIGKILL right after loses none of the calls it saw return, and the counters agree
+    with the log (rows and counters are one transaction)."""
+    from tests.conftest import _truncate_postgres
+
+    _truncate_postgres(postgres_url)
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": f"{root / 'src'}{os.pathsep}{root}"}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CALLER, postgres_url],
+        cwd=root, env=env, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    watchdog = threading.Timer(120, child.kill)  # a child that never prints fails, not hangs
+    watchdog.start()
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        returned = [int(child.stdout.readline()) for _ in range(40)]
+        os.kill(child.pid, signal.SIGKILL)  # mid-stream: the next call may be in flight
+        child.wait(timeout=30)
+    finally:
+        watchdog.cancel()
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == -signal.SIGKILL
+    with tooldb.open(postgres_url, settings=Settings(embedder="hash", url=postgres_url)) as reg:
+        logged = reg.calls(tool="add", limit=1000)
+        ids = {c.id for c in logged}
+        assert set(returned) <= ids
+        by_id = {c.id: c for c in logged}
+        assert [by_id[i].arguments for i in returned] == [{"a": n, "b": 0} for n in range(1, 41)]
+        stats = reg.get("add").stats
+        assert stats.usage_count == len(logged) == stats.success_count
+        assert len(logged) in (40, 41)  # at most the one call in flight beyond them
+
+
+def test_a_call_records_its_arguments_error_and_output_as_given(registry: Registry) -> None:
+    """The log keeps what the post-mortem needs: the arguments as sent (raw input that
+    is no object kept verbatim under ``_raw``, values JSON cannot hold by their repr), the
+    error text, and no preview for an empty output."""
+    registry.add(sample_tools.add, sample_tools.fail, sample_tools.noop)
+
+    class Odd:
+        def __repr__(self) -> str:
+            return "<odd>"
+
+    assert registry.call("add", {"a": 2, "b": 3}).success
+    assert not registry.call("fail", {"message": "kaput"}).success
+    assert registry.call("noop").success
+    for raw in ("{not json", [1, 2]):
+        with pytest.raises(ArgumentError):
+            registry.call("add", raw)  # type: ignore[arg-type]
+    with pytest.raises(ArgumentError):
+        registry.call("add", {"a": Odd()})
+    logged = list(reversed(registry.calls(limit=10)))
+    assert [c.arguments for c in logged] == [
+        {"a": 2, "b": 3}, {"message": "kaput"}, {}, {"_raw": "{not json"}, {"_raw": [1, 2]},
+        {"a": "<odd>"},
+    ]  # fmt: skip
+    assert logged[1].error is not None and "kaput" in logged[1].error
+    assert logged[0].output_preview == "5" and logged[0].error is None
+    assert logged[2].output_preview is None and logged[2].output_size == 0
+
+
+def test_an_agent_run_records_its_calls_arguments_through_the_held_path(
+    registry: Registry,
+) -> None:
+    registry.add(sample_tools.add)
+    model = ScriptedModel([[call("add", {"a": 1, "b": 2}), call("add", {"a": 3})], "done"])
+    result = AgentLoop(registry, model, tools=["add"]).run("add twice")
+    logged = registry.calls(run_id=result.run_id)
+    assert sorted((c.arguments["a"], c.output_preview) for c in logged) == [(1, "3"), (3, "4")]
+    assert {u.call_id for u in result.tool_calls} == {c.id for c in logged}

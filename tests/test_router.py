@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import tests.sample_tools as st
-from tooldb import Registry
+from tooldb import ErrorKind, Registry, UsageError
 from tooldb.agents import Router, run_task
 from tooldb.agents.extract import extract_arguments
 from tooldb.examples import basic
@@ -103,7 +103,10 @@ def test_router_with_a_model_lets_it_extract_arguments(examples: Registry) -> No
 
 
 def test_run_task_routes_without_a_model_and_loops_with_one(examples: Registry) -> None:
-    assert run_task(examples, "add 2 and 40").mode == "router"
+    routed = run_task(examples, "add 2 and 40")
+    assert routed.mode == "router" and routed.status is RunStatus.SUCCESS
+    assert routed.output == "42" and routed.data == 42
+    assert [(u.tool, u.arguments) for u in routed.tool_calls] == [("add", {"a": 2, "b": 40})]
     model = ScriptedModel([call("add", {"a": 2, "b": 40}), "42"])
     result = run_task(examples, "add 2 and 40", model=model)
     assert result.mode == "llm" and result.output == "42"
@@ -118,3 +121,40 @@ def test_bad_tasks_are_usage_errors(examples: Registry) -> None:
 
 def test_basic_examples_still_import() -> None:
     assert callable(basic.convert_temperature)
+
+
+def test_router_attempts_try_the_next_candidates_only_when_asked(registry: Registry) -> None:
+    """The best candidate cannot take arguments from the task: with ``attempts=1`` (the
+    default) the run fails naming what is missing; with ``attempts=2`` the next candidate
+    runs, and the decision records the tool actually run."""
+    registry.add(
+        {"name": "forecast_for_city", "target": "tests.sample_tools:add",
+         "description": "Weather forecast for a city: rain, wind and temperature.",
+         "parameters": {"a": {"type": "integer", "required": True}}},
+        {"name": "forecast_here", "target": "tests.sample_tools:echo",
+         "description": "Weather forecast where you are.",
+         "parameters": {"text": {"type": "string", "default": "sunny here"}}},
+        {"name": "unrelated", "target": "tests.sample_tools:noop",
+         "description": "Count the words of a document."},
+    )  # fmt: skip
+    task = "weather forecast for a city, rain, wind and temperature"
+    assert registry.select(task, k=3).names[:2] == ["forecast_for_city", "forecast_here"]
+    once = Router(registry).run(task)
+    assert once.status is RunStatus.ERROR and once.requires_review
+    assert [u.tool for u in once.tool_calls] == ["forecast_for_city"]
+    assert "forecast_for_city" in (once.error or "") and "'a'" in (once.error or "")
+    twice = Router(registry, attempts=2).run(task)
+    assert twice.status is RunStatus.SUCCESS and twice.output == "sunny here"
+    assert [(u.tool, u.success) for u in twice.tool_calls] == [
+        ("forecast_for_city", False), ("forecast_here", True),
+    ]  # fmt: skip
+    [decision] = registry.store.list_decisions(registry.tenant, run_id=twice.run_id)
+    assert decision["chosen"] == "forecast_here"
+    stored = registry.store.get_run(registry.tenant, twice.run_id)
+    assert stored is not None and stored.status is RunStatus.SUCCESS
+    logged = {c.tool_name: c for c in registry.calls(run_id=twice.run_id)}
+    assert logged["forecast_here"].success and not logged["forecast_for_city"].success
+    assert logged["forecast_for_city"].error_kind is ErrorKind.ARGUMENTS  # logged, not counted
+    assert registry.get("forecast_for_city").stats.usage_count == 0
+    with pytest.raises(UsageError, match="attempts"):
+        Router(registry, attempts=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -12,6 +13,8 @@ from tooldb.registry.manifests import spec_from_mapping
 from tooldb.selection import index as tool_index
 from tooldb.stores import TenantState
 from tooldb.types import ToolSpec
+
+from .ooda_support import log_calls
 
 CATALOGUE: list[dict[str, Any]] = [
     {"name": "get_weather_forecast", "category": "weather",
@@ -285,3 +288,76 @@ def test_a_filter_no_store_can_hold_is_recorded_escaped(catalogue: Registry) -> 
     decision = catalogue.store.get_decision(catalogue.tenant, selection.decision_id or 0)
     assert decision is not None
     assert decision["filters"] == {"names": ["\\ud800", "a\\x00b", "send_email"]}
+
+
+def test_latency_scores_by_hand_and_the_faster_twin_first(registry: Registry) -> None:
+    """latency = 0.5 + trust * (1 / (1 + avg / ref) - 0.5), trust = n / (n + prior);
+    final = relevance + 0.3 (success - 0.9) + 0.05 (latency - 0.5)."""
+    twin = {"description": "Compress a folder into a zip archive.", "category": "files"}
+    registry.register([_spec({"name": "zip_slow", **twin}), _spec({"name": "zip_fast", **twin})])
+    now = time.time()
+    log_calls(registry, "zip_slow", [True] * 10, start=now - 60, end=now - 1,
+              durations=[3000.0] * 10)  # fmt: skip
+    log_calls(registry, "zip_fast", [True] * 10, start=now - 60, end=now - 1,
+              durations=[100.0] * 10)  # fmt: skip
+    trust = 10 / (10 + 5)
+    expected = {
+        "zip_fast": 0.5 + trust * (1 / (1 + 100 / 1000) - 0.5),
+        "zip_slow": 0.5 + trust * (1 / (1 + 3000 / 1000) - 0.5),
+    }
+    success = (10 + 5 * 0.9) / (10 + 5)
+    selection = registry.select("zip this folder into an archive", k=2)
+    assert selection.names == ["zip_fast", "zip_slow"]
+    for candidate in selection.candidates:
+        assert candidate.calls == 10
+        assert candidate.latency == pytest.approx(expected[candidate.name], abs=1e-6)
+        assert candidate.success == pytest.approx(success, abs=1e-6)
+        bonus = 0.3 * (success - 0.9) + 0.05 * (expected[candidate.name] - 0.5)
+        assert candidate.final == pytest.approx(candidate.relevance + bonus, abs=1e-5)
+    fast, slow = selection.candidates
+    assert fast.relevance == pytest.approx(slow.relevance, abs=1e-6)  # twins: only speed differs
+    assert fast.final - slow.final == pytest.approx(
+        0.05 * (expected["zip_fast"] - expected["zip_slow"]), abs=1e-5
+    )
+
+
+BUNDLED_CATALOGUE: list[dict[str, Any]] = [
+    *CATALOGUE,
+    {"name": "resize_image", "category": "media",
+     "description": "Resize a picture to a given width and height in pixels."},
+    {"name": "query_database", "category": "data",
+     "description": "Run a read-only SQL query against the analytics warehouse."},
+    {"name": "create_calendar_event", "category": "productivity",
+     "description": "Put a meeting on the calendar at a date and time with attendees."},
+    {"name": "summarize_document", "category": "language",
+     "description": "Write a short summary of a long document."},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("task", "expected"),
+    [
+        ("is it going to pour in Oslo this weekend", "get_weather_forecast"),
+        ("how many yen would I get for 50 pounds", "convert_currency"),
+        ("book me a plane ticket to Lisbon", "search_flights"),
+        ("make this photo smaller", "resize_image"),
+        ("schedule a meeting with Ana on Friday at 3pm", "create_calendar_event"),
+        ("give me the gist of this long report", "summarize_document"),
+        ("put this paragraph into Spanish", "translate_text"),
+    ],
+)
+def test_the_bundled_minilm_ranks_a_small_catalogue(
+    sqlite_url: str, task: str, expected: str
+) -> None:
+    """The README's headline claim with the default embedder (elsewhere tests use ``hash``):
+    paraphrases that share few words with the right tool still find it first."""
+    pytest.importorskip("onnxruntime")
+    settings = Settings(url=sqlite_url, embedder="local")
+    with tooldb.open(sqlite_url, settings=settings) as registry:
+        registry.register([_spec(entry) for entry in BUNDLED_CATALOGUE])
+        selection = registry.select(task, k=3)
+        assert selection.embedder is not None and "minilm" in selection.embedder.lower()
+        assert selection.notes == []
+        best = selection.candidates[0]
+        assert best.name == expected, selection.names
+        assert best.dense is not None and best.dense > 0

@@ -14,6 +14,7 @@ import tooldb
 from tooldb import Registry, Settings
 from tooldb.agents import AgentLoop, run_task
 from tooldb.errors import DefinitionError, NotFound
+from tooldb.examples.pets_server import PetsServer
 from tooldb.models import ScriptedModel, call
 from tooldb.registry.skills import read_skills
 from tooldb.types import Access, RunStatus
@@ -194,3 +195,45 @@ def test_agents_from_yaml_run_with_their_skills(reg: Registry, tmp_path: Path) -
     with pytest.raises(DefinitionError, match="unknown_field"):
         reg.add_agent(bad)
     assert json.loads(spec.model_dump_json())["name"] == "calculator"
+
+
+def test_read_grant_sends_only_safe_methods_on_the_pets_server(
+    http_registry: Registry, pets: PetsServer
+) -> None:
+    """``read`` runs GET and refuses POST before anything is sent; ``write`` runs both;
+    a python tool registered ``metadata.read_only: true`` runs under ``read`` (HTTP tools
+    are judged by their method only: their metadata has no ``read_only``)."""
+    reg = http_registry
+    reg.add(
+        {"name": "list_pets", "kind": "http", "target": f"GET {pets.url}/pets"},
+        {"name": "add_pet", "kind": "http", "target": f"post {pets.url}/pets",
+         "parameters": {"name": "string", "tag": "string"}},
+        {"name": "look", "target": "tests.sample_tools:echo", "parameters": {"text": "string"},
+         "metadata": {"read_only": True}},
+        {"name": "say", "target": "tests.sample_tools:echo", "parameters": {"text": "string"}},
+    )  # fmt: skip
+    tools = ["list_pets", "add_pet", "look", "say"]
+    for level in ("read", "write"):
+        reg.add_skill({"name": level, "description": level, "tools": dict.fromkeys(tools, level)})
+    turn = [call("list_pets", {}), call("add_pet", {"name": "Fido", "tag": "dog"}),
+            call("look", {"text": "hi"}), call("say", {"text": "hi"})]  # fmt: skip
+    before = len(pets.state.pets)
+    model = ScriptedModel([call("load_skill", {"name": "read"}), turn, "done"])
+    result = AgentLoop(reg, model, skills=["read"]).run("look at the pets")
+    listed, added, looked, said = result.tool_calls[1:]
+    assert listed.success and looked.success, (listed.error, looked.error)
+    assert not added.success and not said.success
+    assert "granted 'read' access to 'add_pet', and it sends POST" in (added.error or "")
+    assert "running a python tool needs 'execute'" in (said.error or "")
+    assert [(s.method, s.path) for s in pets.seen] == [("GET", "/pets")]  # no POST arrived
+    assert len(pets.state.pets) == before
+    assert sorted(c.tool_name for c in reg.calls(run_id=result.run_id)) == ["list_pets", "look"]
+    # write runs both HTTP methods (still not python: that needs execute)
+    pets.seen.clear()
+    model = ScriptedModel([call("load_skill", {"name": "write"}), turn, "done"])
+    result = AgentLoop(reg, model, skills=["write"]).run("add a pet")
+    listed, added, looked, said = result.tool_calls[1:]
+    assert listed.success and added.success and looked.success, (listed.error, added.error)
+    assert "running a python tool needs 'execute'" in (said.error or "")
+    assert sorted(s.method for s in pets.seen) == ["GET", "POST"]
+    assert len(pets.state.pets) == before + 1

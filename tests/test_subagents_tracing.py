@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -11,6 +10,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tests.sample_tools as st
+from tests.overlap import GAUGE, overlap
 from tooldb import Registry
 from tooldb.agents import AgentLoop
 from tooldb.agents.tracing import Tracer
@@ -21,25 +21,25 @@ from tooldb.types import RunStatus
 
 @pytest.fixture
 def reg(registry: Registry) -> Registry:
-    registry.add(st.add, st.echo, st.sleep_async, st.whoami)
+    registry.add(st.add, st.echo, st.sleep_async, st.whoami, overlap)
     return registry
 
 
 def delegating_model() -> FunctionModel:
-    """The parent delegates two sub-tasks in one turn; each child sleeps, asks who it
-    is, and answers; the parent then summarises."""
+    """The parent delegates two sub-tasks in one turn; each child waits for the other
+    (the ``overlap`` gauge), asks who it is, and answers; the parent then summarises."""
 
     def decide(messages: list[Message], tools: list[ToolSchema], _: ToolChoice) -> object:
         task = messages[0].content if messages[0].role == "user" else messages[1].content
         done = [m for m in messages if m.role == "tool"]
         if task.startswith("sub:"):
             if not done:
-                return [call("sleep_async", {"seconds": 0.4}), call("whoami", {"note": task})]
+                return [call("overlap", {"expected": 2}), call("whoami", {"note": task})]
             return f"child done: {task}"
         if not done:
             return [
-                call("subagent", {"task": "sub: one", "tools": ["sleep_async", "whoami"]}),
-                call("subagent", {"task": "sub: two", "tools": ["sleep_async", "whoami"]}),
+                call("subagent", {"task": "sub: one", "tools": ["overlap", "whoami"]}),
+                call("subagent", {"task": "sub: two", "tools": ["overlap", "whoami"]}),
             ]
         return " | ".join(m.content for m in done)
 
@@ -47,13 +47,12 @@ def delegating_model() -> FunctionModel:
 
 
 def test_subagents_run_in_parallel_and_record_their_parent(reg: Registry) -> None:
-    loop = AgentLoop(reg, delegating_model(), tools=["sleep_async", "whoami"], subagents=True)
-    started = time.perf_counter()
+    GAUGE.__init__()
+    loop = AgentLoop(reg, delegating_model(), tools=["overlap", "whoami"], subagents=True)
     result = loop.run("do two things")
-    elapsed = time.perf_counter() - started
     assert result.status is RunStatus.SUCCESS
     assert result.output == "child done: sub: one | child done: sub: two"
-    assert elapsed < 0.75  # two children sleeping 0.4 s each, side by side
+    assert GAUGE.peak == 2  # both children were inside their tool at once: side by side
     children = reg.store.list_runs(reg.tenant, parent_run_id=result.run_id)
     assert len(children) == 2 and all(c.status is RunStatus.SUCCESS for c in children)
     # the children's tools saw they are sub-agents of this run, and shared its state

@@ -188,10 +188,9 @@ class Settings:
 
 
 _POSITIVE = (
-    "http_timeout_s", "http_max_response_bytes", "mcp_max_result_bytes", "manifest_max_bytes",
-    "ooda_window_s", "ooda_slow_p95_ms",
-    "ooda_latency_degrade_ratio", "ooda_lock_ttl_s", "agent_max_depth", "agent_held_calls",
-    "agent_run_lease_s",
+    "default_timeout_s", "http_timeout_s", "http_max_response_bytes", "mcp_max_result_bytes",
+    "manifest_max_bytes", "ooda_window_s", "ooda_slow_p95_ms", "ooda_latency_degrade_ratio",
+    "ooda_lock_ttl_s", "agent_max_depth", "agent_held_calls", "agent_run_lease_s",
 )  # fmt: skip
 _FRACTIONS = (
     "ooda_low_success_rate", "ooda_alpha", "ooda_degrade_min_drop",

@@ -1,0 +1,280 @@
+"""Mutation testing of the modules that carry promises (docs/testing.md): which of the
+small bugs mutmut plants in them does the test suite catch?
+
+Each module group runs on its own copy of ``src/`` and ``tests/`` (a scratch directory,
+so the working tree is never touched) with mutmut 3 configured for that group only:
+``only_mutate`` is the group's files, and pytest runs only the group's test files (on
+SQLite: ``-k "not postgres"``, since both stores share the SQL code and PostgreSQL
+doubles the time). mutmut then runs, for each mutant, only the tests that call the
+mutated function. Prints the score per group and every surviving mutant's diff, minus
+the survivors accepted in ``ACCEPTED`` below (equivalent mutants, each with its reason,
+also listed in docs/testing.md).
+
+    .venv/bin/python bench/mutation.py                     # every group (see --list)
+    .venv/bin/python bench/mutation.py access http_guard   # chosen groups
+    .venv/bin/python bench/mutation.py --list
+    .venv/bin/python bench/mutation.py optimize --keep     # keep the scratch directory
+                                                           # (then `mutmut show NAME` there)
+
+Not part of .ci/run (too slow). Run it before closing an issue that touches one of these
+modules and quote the score in the closing note.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Each group: the files mutated and the test files that hold their promises.
+GROUPS: dict[str, tuple[list[str], list[str]]] = {
+    "binding": (
+        ["src/tooldb/binding/binder.py", "src/tooldb/binding/flat.py"],
+        ["tests/test_binding.py", "tests/test_flat_schema.py"],
+    ),
+    "recording": (
+        ["src/tooldb/recording.py"],
+        ["tests/test_record_calls.py", "tests/test_agent_loop.py", "tests/test_execution.py"],
+    ),
+    "calls": (
+        ["src/tooldb/registry/calls.py", "src/tooldb/execution.py"],
+        ["tests/test_execution.py", "tests/test_registry.py"],
+    ),
+    "http_guard": (["src/tooldb/executors/http_guard.py"], ["tests/test_http_tools.py"]),
+    "access": (["src/tooldb/agents/access.py"], ["tests/test_skills.py"]),
+    "tenant_filters": (
+        ["src/tooldb/stores/provenance_rows.py", "src/tooldb/stores/agent_rows.py"],
+        ["tests/test_provenance.py", "tests/test_stores.py", "tests/test_cli_agents.py"],
+    ),
+    "ranking": (["src/tooldb/selection/select.py"], ["tests/test_selection.py"]),
+    "hypothesise": (
+        ["src/tooldb/ooda/hypothesise.py", "src/tooldb/ooda/significance.py"],
+        ["tests/test_ooda.py", "tests/test_significance.py"],
+    ),
+    "optimize": (["src/tooldb/ooda/optimize.py"], ["tests/test_ooda.py"]),
+    "limits": (
+        ["src/tooldb/agents/limits.py", "src/tooldb/agents/loop.py"],
+        ["tests/test_agent_loop.py"],
+    ),
+}
+
+#: Survivors accepted as equivalent: (file, the mutated line as mutmut writes it,
+#: stripped) -> why no test can tell it from the original. Keyed by the line, not by
+#: mutmut's numbered name, which shifts whenever the function changes.
+ACCEPTED: dict[tuple[str, str], str] = {}
+
+
+def _accept(file: str, why: str, *lines: str) -> None:
+    for line in lines:
+        ACCEPTED[(f"src/tooldb/{file}", line)] = why
+
+
+_accept(
+    "agents/access.py",
+    "an http target is 'METHOD URL' with exactly one space (http_plan refuses a URL with "
+    "spaces): every split gives the same first word",
+    "method = tool.spec.target.strip().split(None, 1)[0].upper()",
+    'method = tool.spec.target.strip().split(" ", )[0].upper()',
+    'method = tool.spec.target.strip().rsplit(" ", 1)[0].upper()',
+    'method = tool.spec.target.strip().split(" ", 2)[0].upper()',
+)
+
+_accept(
+    "recording.py",
+    "record_group returns one id per row it was given, so the lengths always match: "
+    "strict only asserts it",
+    "for result, call_id in zip(results, call_ids, strict=None):",
+    "for result, call_id in zip(results, call_ids, ):",
+    "for result, call_id in zip(results, call_ids, strict=False):",
+    "for selection, decision_id in zip(selections, decision_ids, strict=None):",
+    "for selection, decision_id in zip(selections, decision_ids, ):",
+    "for selection, decision_id in zip(selections, decision_ids, strict=False):",
+)
+_accept(
+    "ooda/optimize.py",
+    "the duration of the cycle is reported, not promised: no test can pin wall time",
+    "duration_ms=(time.time() - started) / 1000, window_start=middle, window_end=end,",
+    "duration_ms=(time.time() + started) * 1000, window_start=middle, window_end=end,",
+    "duration_ms=(time.time() - started) * 1001, window_start=middle, window_end=end,",
+)
+_accept(
+    "ooda/optimize.py",
+    "alternatives are rounded for display; 6 or 7 digits, or none, compare the same in "
+    "every ordering the report makes",
+    "expected_success=round(expected, 7),",
+)
+
+PYTEST_ARGS = ["-p", "no:cacheprovider", "-x", "-q", "-k", "not postgres"]
+
+
+@dataclass
+class Score:
+    group: str
+    counts: dict[str, int] = field(default_factory=dict)
+    survivors: list[tuple[str, str, str]] = field(default_factory=list)  # name, file, diff
+    accepted: list[tuple[str, str, str]] = field(default_factory=list)  # name, line, why
+    seconds: float = 0.0
+
+    @property
+    def killed(self) -> int:
+        return self.counts.get("killed", 0) + self.counts.get("timeout", 0)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def scored(self) -> int:
+        """Mutants that count: all but the accepted equivalents and skipped ones."""
+        return self.total - len(self.accepted) - self.counts.get("skipped", 0)
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.killed / self.scored if self.scored else 100.0
+
+
+def mutmut_config(files: list[str], tests: list[str]) -> str:
+    def toml_list(items: list[str]) -> str:
+        return "[" + ", ".join(json.dumps(item) for item in items) + "]"
+
+    return (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["src"]\n'
+        f"only_mutate = {toml_list(files)}\n"
+        f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
+        f"pytest_add_cli_args = {toml_list(PYTEST_ARGS)}\n"
+        'also_copy = ["examples/"]\n'
+        "use_git_change_detection = false\n"
+    )
+
+
+def prepare(work: Path, files: list[str], tests: list[str]) -> None:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis")
+    shutil.copytree(ROOT / "src", work / "src", ignore=ignore)
+    shutil.copytree(ROOT / "tests", work / "tests", ignore=ignore)
+    shutil.copytree(ROOT / "examples", work / "examples", ignore=ignore)  # tests read them
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    (work / "pyproject.toml").write_text(pyproject + mutmut_config(files, tests))
+
+
+def mutmut(work: Path, *args: str, check: bool = True) -> str:
+    binary = Path(sys.executable).with_name("mutmut")
+    env = {**os.environ, "PYTHONPATH": ""}
+    done = subprocess.run(
+        [str(binary), *args], cwd=work, env=env, capture_output=True, text=True, check=False
+    )
+    if check and done.returncode != 0:
+        raise SystemExit(f"mutmut {' '.join(args)} failed:\n{done.stdout[-3000:]}{done.stderr}")
+    return done.stdout
+
+
+def run_group(name: str, work: Path, children: int) -> Score:
+    files, tests = GROUPS[name]
+    prepare(work, files, tests)
+    started = time.perf_counter()
+    ran = mutmut(work, "run", "--max-children", str(children), check=False)
+    if "failed to collect stats" in ran or "not checked" in mutmut(work, "results"):
+        raise SystemExit(f"mutmut could not run the tests of {name}:\n{ran[-3000:]}")
+    score = Score(name, seconds=time.perf_counter() - started)
+    for line in mutmut(work, "results", "--all", "true").splitlines():
+        match = re.match(r"\s*(\S+): (\S+)", line)
+        if not match:
+            continue
+        mutant, status = match.groups()
+        score.counts[status] = score.counts.get(status, 0) + 1
+        if status in ("killed", "timeout", "skipped"):
+            continue
+        diff = mutmut(work, "show", mutant, check=False)
+        file = next((f for f in files if f"--- {f}" in diff), "?")
+        added = [
+            line[1:].strip()
+            for line in diff.splitlines()
+            if line.startswith("+") and not line.startswith("+++")
+        ]
+        why = ACCEPTED.get((file, added[0])) if len(added) == 1 else None
+        if why is not None and status == "survived":
+            score.accepted.append((mutant, added[0], why))
+        else:
+            score.survivors.append((f"{mutant} ({status})", file, diff))
+    return score
+
+
+def report(scores: list[Score]) -> None:
+    print("\n| group | mutants | killed | accepted equivalent | survived | score | time |")
+    print("|---|---|---|---|---|---|---|")
+    for s in scores:
+        print(
+            f"| {s.group} | {s.total} | {s.killed} | {len(s.accepted)} | {len(s.survivors)} "
+            f"| {s.percent:.1f}% | {s.seconds / 60:.1f} min |"
+        )
+    for s in scores:
+        if not s.survivors:
+            continue
+        print(f"\n## {s.group}: {len(s.survivors)} surviving mutants\n")
+        for mutant, _, diff in s.survivors:
+            body = [
+                line
+                for line in diff.splitlines()
+                if line.startswith(("-", "+")) and not line.startswith(("---", "+++"))
+            ]
+            print(f"{mutant}\n    " + "\n    ".join(body))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("groups", nargs="*", help="groups to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the groups and exit")
+    parser.add_argument("--children", type=int, default=2, help="mutants run in parallel")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directories")
+    parser.add_argument("--json", type=Path, help="also write the scores to this file")
+    args = parser.parse_args()
+    if args.list:
+        for name, (files, tests) in GROUPS.items():
+            print(f"{name}: {' '.join(files)}\n    tests: {' '.join(tests)}")
+        return
+    unknown = [g for g in args.groups if g not in GROUPS]
+    if unknown:
+        parser.error(f"unknown groups {unknown}: choose from {sorted(GROUPS)}")
+    scores = []
+    scratch = Path(tempfile.mkdtemp(prefix="tooldb-mutation-"))
+    try:
+        for name in args.groups or list(GROUPS):
+            print(f"== {name}", flush=True)
+            score = run_group(name, scratch / name, args.children)
+            print(f"   {score.killed}/{score.scored} killed ({score.percent:.1f}%), "
+                  f"{score.seconds:.0f} s", flush=True)  # fmt: skip
+            scores.append(score)
+    finally:
+        if args.keep:
+            print(f"scratch directories kept in {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+    report(scores)
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    s.group: {
+                        "counts": s.counts, "score": round(s.percent, 1),
+                        "survivors": [m for m, _, _ in s.survivors],
+                        "accepted": [{"mutant": m, "line": t, "why": w} for m, t, w in s.accepted],
+                    }
+                    for s in scores
+                },
+                indent=2,
+            )
+        )  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
