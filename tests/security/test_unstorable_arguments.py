@@ -128,3 +128,13 @@ def test_the_cli_answers_exit_2_not_a_traceback(store_url: str) -> None:
         assert result.stderr.startswith("error: tool ")
     with tooldb.open(store_url) as registry:
         assert [c.error_kind for c in registry.calls()] == ["arguments", "arguments"]
+
+
+def test_nan_beside_a_huge_integer_is_refused_not_raised() -> None:
+    """Found by the fuzz test: a NaN first must not let validation try to show an
+    integer past Python's 4,300-digit limit (a bare ValueError from the validator)."""
+    from tooldb.binding import Binder, normalize_parameters
+
+    binder = Binder("whole", normalize_parameters({"x": "number", "y": "integer"}))
+    with pytest.raises(ArgumentError, match=r"'y\[0\]\[0\]' expected an integer of at most"):
+        binder.bind({"x": float("inf"), "y": [[10**5000]]})

@@ -70,8 +70,9 @@ class Binder:
             if name not in arguments:
                 arguments[name] = copy.deepcopy(default) if mutable else default
         unstorable = _unstorable(arguments)
-        if unstorable and unstorable[0].expected != "finite number":
-            self._fail(problems + unstorable)  # before validating a value 10,000 levels deep
+        if any(problem.expected != "finite number" for problem in unstorable):
+            # before validating a value 10,000 levels deep, or an integer too long to show
+            self._fail(problems + unstorable)
         known = (
             {k: v for k, v in arguments.items() if k in self.properties} if problems else arguments
         )
@@ -242,6 +243,7 @@ def _first_unstorable(arguments: dict[str, Any]) -> _Problem | None:
     stack: list[tuple[str, Any, int, bool]] = [("", arguments, 1, False)]
     on_path: set[int] = set()
     done: set[int] = set()
+    non_finite: _Problem | None = None
     while stack:
         prefix, container, depth, leaving = stack.pop()
         if leaving:
@@ -268,11 +270,12 @@ def _first_unstorable(arguments: dict[str, Any]) -> _Problem | None:
                 return _Problem(text, prefix or None, "valid Unicode text", shown)
             path = _join(prefix, key)
             problem = _bad_scalar(path, value)
-            if problem is not None:
+            if problem is not None and problem.expected != "finite number":
                 return problem
+            non_finite = non_finite or problem
             if isinstance(value, Mapping | list | tuple):
                 stack.append((path, value, depth + 1, False))
-    return None
+    return non_finite  # only once nothing worse was found: validation may then run
 
 
 def _top(path: str) -> str:
