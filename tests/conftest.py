@@ -83,7 +83,9 @@ def _truncate_postgres(url: str) -> None:
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A clean, initialised registry URL on each backend."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'registry.db'}"
+        url = f"sqlite:///{tmp_path / 'registry.db'}"
+        tooldb.open(url, settings=Settings(embedder="hash", url=url)).close()
+        return url
     url: str = request.getfixturevalue("postgres_url")
     _truncate_postgres(url)
     return url
@@ -91,7 +93,10 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'registry.db'}"
+    """An initialised SQLite registry (only ``tooldb init`` creates one from the CLI)."""
+    url = f"sqlite:///{tmp_path / 'registry.db'}"
+    tooldb.open(url, settings=Settings(embedder="hash", url=url)).close()
+    return url
 
 
 @pytest.fixture

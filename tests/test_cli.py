@@ -36,10 +36,11 @@ def url(store_url: str) -> str:
     return store_url
 
 
-def test_init_creates_then_reports_up_to_date(sqlite_url: str) -> None:
-    first = as_json(sqlite_url, "init")
+def test_init_creates_then_reports_up_to_date(tmp_path: Path) -> None:
+    fresh = f"sqlite:///{tmp_path / 'new.db'}"
+    first = as_json(fresh, "init")
     assert first["revision_before"] is None and first["revision"] == HEAD
-    second = tooldb(sqlite_url, "init")
+    second = tooldb(fresh, "init")
     assert second.exit_code == 0 and "up to date" in second.stdout
 
 

@@ -112,11 +112,13 @@ def test_category_and_tenant_limit_what_is_served(sqlite_url: str, tmp_path: Pat
 
 
 def _add_examples(url: str) -> None:
-    process = subprocess.run(
-        [sys.executable, "-m", "tooldb", "--db", url, "add", "python", "tooldb.examples.basic"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert process.returncode == 0, process.stderr
+    """``tooldb init`` then ``add python``, as the README does."""
+    for command in (["init"], ["add", "python", "tooldb.examples.basic"]):
+        process = subprocess.run(
+            [sys.executable, "-m", "tooldb", "--db", url, *command],
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert process.returncode == 0, process.stderr
 
 
 def test_select_mode_searches_then_calls(store_url: str, tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -95,9 +96,9 @@ def test_registry_with_unknown_revision_is_refused(sqlite_url: str) -> None:
         tooldb.open(sqlite_url)
 
 
-def test_open_without_create_refuses_empty_store(sqlite_url: str) -> None:
-    with pytest.raises(StoreError, match="tooldb init"):
-        tooldb.open(sqlite_url, create=False)
+def test_open_without_create_refuses_empty_store(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"no registry at .*tooldb init"):
+        tooldb.open(f"sqlite:///{tmp_path / 'registry.db'}", create=False)
 
 
 def test_bad_urls() -> None:

@@ -64,6 +64,31 @@ def test_only_init_creates_directories(tmp_path: Path) -> None:
     assert cli("--db", url, "list").exit_code == 0  # type: ignore[attr-defined]
 
 
+def test_only_init_creates_a_registry(tmp_path: Path, postgres_url: str) -> None:
+    """Not a file in an existing directory either, nor the schema in an empty database."""
+    url = f"sqlite:///{tmp_path}/x.db"
+    for command in (["list"], ["add", "python", "tooldb.examples.basic"], ["stats"]):
+        result = cli("--db", url, *command)
+        assert result.exit_code == 2, result.output  # type: ignore[attr-defined]
+        assert "no registry at" in result.stderr  # type: ignore[attr-defined]
+    assert list(tmp_path.iterdir()) == []
+    import psycopg
+
+    admin = postgres_url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute('DROP DATABASE IF EXISTS "tooldb_empty_cli"')
+        conn.execute('CREATE DATABASE "tooldb_empty_cli"')
+    empty = postgres_url.rsplit("/", 1)[0] + "/tooldb_empty_cli"
+    try:
+        result = cli("--db", empty, "list")
+        assert result.exit_code == 2 and "tooldb init" in result.stderr  # type: ignore[attr-defined]
+        with psycopg.connect(empty) as conn:
+            assert conn.execute("SELECT to_regclass('tools')").fetchone() == (None,)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute('DROP DATABASE IF EXISTS "tooldb_empty_cli" WITH (FORCE)')
+
+
 @pytest.mark.parametrize(
     "args",
     [["select", b"\xff\xfe task"], ["show", b"\xff"], ["call", b"n\xffme"], ["run", b"\xc3("]],

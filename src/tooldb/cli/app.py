@@ -115,11 +115,11 @@ def _global(
 
 # -- plumbing -----------------------------------------------------------------
 @contextmanager
-def _registry(as_json: bool, *, create: bool = True) -> Iterator[Registry]:
+def _registry(as_json: bool, *, create: bool = False) -> Iterator[Registry]:
     _state.as_json = as_json
     with _errors():
         settings = Settings.load(url=_state.db, tenant=_state.tenant)
-        check_store_url(settings.resolved_url, creating=False)
+        check_store_url(settings.resolved_url, creating=create)
         registry = open_registry(settings.resolved_url, _state.tenant, create=create)
         try:
             yield registry
@@ -130,9 +130,8 @@ def _registry(as_json: bool, *, create: bool = True) -> Iterator[Registry]:
 def check_store_url(url: str, *, creating: bool) -> None:
     """Refuse, before anything is opened or created, a SQLite URL without a file
     (``sqlite:///``, ``:memory:``: a registry that vanishes with the command), a file
-    that is not a SQLite database, and, unless ``creating`` (``init``), a database in
-    a directory that does not exist: only ``init`` creates directories. (Other commands
-    still create a new database file in an existing directory, as they always have.)"""
+    that is not a SQLite database, and, unless ``creating`` (``init``), a database that
+    does not exist: only ``init`` creates a registry."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError as UrlError
 
@@ -153,11 +152,9 @@ def check_store_url(url: str, *, creating: bool) -> None:
     if path.is_dir():
         raise UsageError(f"--db {url!r}: {path} is a directory, not a database file")
     if not path.exists():
-        if creating or path.parent.is_dir():
+        if creating:
             return
-        raise UsageError(
-            f"no registry at {path} (no directory {path.parent}): run `tooldb init` to create it"
-        )
+        raise UsageError(f"no registry at {path}: run `tooldb init` to create it")
     try:
         with path.open("rb") as handle:
             header = handle.read(16)

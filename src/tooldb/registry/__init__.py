@@ -565,6 +565,8 @@ def open_registry(
         revision = store.revision()
         if revision is None and create:
             store.migrate()
+        elif revision is None:
+            raise UsageError(f"no registry at {store.url}: run `tooldb init` to create it")
         elif revision != HEAD:
             raise StoreError(
                 f"registry {store.url} has schema revision {revision!r}, this tooldb expects "
