@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -54,19 +55,12 @@ def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 def postgres_url() -> Iterator[str]:
     """A fresh PostgreSQL database for this test session, dropped at the end."""
     try:
-        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
+        psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5).close()
     except psycopg.OperationalError as exc:
         pytest.fail(PG_START_HINT.format(url=PG_ADMIN_URL) + f"\n{exc}", pytrace=False)
-    name = f"tooldb_test_{uuid.uuid4().hex[:12]}"
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    base = PG_ADMIN_URL.rsplit("/", 1)[0]
-    url = f"{base}/{name}"
-    store = tooldb.open(url, settings=Settings(embedder="hash", url=url))
-    store.close()
-    yield url
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with scratch_database("tooldb_test") as url:
+        tooldb.open(url, settings=Settings(embedder="hash", url=url)).close()
+        yield url
 
 
 def _truncate_postgres(url: str) -> None:
@@ -89,6 +83,19 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     url: str = request.getfixturevalue("postgres_url")
     _truncate_postgres(url)
     return url
+
+
+@contextmanager
+def scratch_database(prefix: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database beside the test server's, dropped afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
+    finally:
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

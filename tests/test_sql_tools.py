@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 import sqlalchemy as sa
 
@@ -21,7 +19,7 @@ import tooldb
 from tooldb import DefinitionError, ErrorKind, Registry, Settings, UsageError
 from tooldb.executors.sql_results import jsonable
 
-from .conftest import PG_ADMIN_URL
+from .conftest import scratch_database
 
 ITEMS = [(i, f"item{i}", i * 1.25) for i in range(1, 11)]
 
@@ -43,12 +41,8 @@ HOSTILE = [
 @pytest.fixture(scope="session")
 def pg_data_url() -> Iterator[str]:
     """A second PostgreSQL database, used as a named connection (not the registry)."""
-    name = f"tooldb_data_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    yield f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with scratch_database("tooldb_data") as url:
+        yield url
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ import tooldb
 from tooldb import Registry, Settings
 from tooldb.types import ToolKind
 
-from ..conftest import PG_ADMIN_URL
+from ..conftest import scratch_database
 
 LOCK_KEY = 73112024  # the key `tooldb init` serialises migrations with
 
@@ -37,12 +37,8 @@ def sql(name: str, target: str, returns: str = "table", **extra: Any) -> dict[st
 @pytest.fixture
 def pg_data_url() -> Iterator[str]:
     """A PostgreSQL database used as a named connection (not the registry)."""
-    name = f"tooldb_sec_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    yield f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with scratch_database("tooldb_sec") as url:
+        yield url
 
 
 @pytest.fixture

@@ -214,6 +214,29 @@ class _GuardedBackend(httpcore.NetworkBackend):
         self.inner.sleep(seconds)
 
 
+async def connect_checked(
+    policy: HostPolicy,
+    inner: Any,
+    connect_error: type[Exception],
+    host: str,
+    port: int,
+    timeout: float | None,
+    local_address: str | None,
+    socket_options: Iterable[Any] | None,
+) -> Any:
+    """Connect ``inner`` (an async httpcore-style backend) to the first of ``host``'s
+    addresses that the policy allows and that answers: every address is checked as it is
+    used, so a name cannot rebind to a refused one between the check and the connect."""
+    error: Exception | None = None
+    for address in await policy.aresolve(host, port):
+        try:
+            return await inner.connect_tcp(address, port, timeout, local_address, socket_options)
+        except connect_error as exc:
+            error = exc
+    assert error is not None
+    raise error
+
+
 class _AsyncGuardedBackend(httpcore.AsyncNetworkBackend):
     def __init__(self, policy: HostPolicy) -> None:
         self.policy = policy
@@ -227,16 +250,10 @@ class _AsyncGuardedBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        error: Exception | None = None
-        for address in await self.policy.aresolve(host, port):
-            try:
-                return await self.inner.connect_tcp(
-                    address, port, timeout, local_address, socket_options
-                )
-            except httpcore.ConnectError as exc:
-                error = exc
-        assert error is not None
-        raise error
+        return await connect_checked(
+            self.policy, self.inner, httpcore.ConnectError, host, port, timeout, local_address,
+            socket_options,
+        )  # fmt: skip
 
     async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
         raise HostNotAllowed("HTTP tools do not connect to Unix sockets")

@@ -82,7 +82,7 @@ def _backend_class() -> Any:
     """httpcore2's network backend, guarded (made once, at the first HTTP session)."""
     import httpcore2
 
-    from .http_guard import HostNotAllowed
+    from .http_guard import HostNotAllowed, connect_checked
 
     class GuardedBackend(httpcore2.AsyncNetworkBackend):
         def __init__(self, policy: HostPolicy) -> None:
@@ -97,16 +97,10 @@ def _backend_class() -> Any:
             local_address: str | None = None,
             socket_options: Iterable[Any] | None = None,
         ) -> Any:
-            error: Exception | None = None
-            for address in await self.policy.aresolve(host, port):
-                try:
-                    return await self.inner.connect_tcp(
-                        address, port, timeout, local_address, socket_options
-                    )
-                except httpcore2.ConnectError as exc:
-                    error = exc
-            assert error is not None
-            raise error
+            return await connect_checked(
+                self.policy, self.inner, httpcore2.ConnectError, host, port, timeout,
+                local_address, socket_options,
+            )  # fmt: skip
 
         async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
             raise HostNotAllowed("MCP servers are not reached through Unix sockets")
