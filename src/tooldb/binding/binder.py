@@ -217,24 +217,20 @@ def _unstorable(arguments: dict[str, Any]) -> list[_Problem]:
     NaN and infinities (not JSON), integers past ``MAX_INT_DIGITS``, nesting past
     ``MAX_DEPTH`` or a value that contains itself, names holding a lone surrogate
     (not UTF-8; such a *value* is stored escaped)."""
-    for key, value in arguments.items():  # most calls: plain values only, nothing to walk
-        kind = type(value)
-        if kind is str or value is None or kind is bool:
-            pass
-        elif kind is int:
-            if value.bit_length() > _INT_BITS:
-                break
-        elif kind is float:
-            if not math.isfinite(value):
-                break
-        else:
-            break
-        if not key.isascii():
-            break
-    else:
-        return []
+    if all(key.isascii() and _plainly_storable(value) for key, value in arguments.items()):
+        return []  # most calls: plain values only, nothing to walk
     problem = _first_unstorable(arguments)
     return [problem] if problem is not None else []
+
+
+def _plainly_storable(value: Any) -> bool:
+    """A scalar the log stores as it is (containers and the rare bad scalar: walk them)."""
+    kind = type(value)
+    if kind is int:
+        return value.bit_length() <= _INT_BITS
+    if kind is float:
+        return math.isfinite(value)
+    return kind is str or kind is bool or value is None
 
 
 def _first_unstorable(arguments: dict[str, Any]) -> _Problem | None:
