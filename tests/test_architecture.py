@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("stages", STAGES),
     ("registry", ("registry", "openapi")),
     ("agents", ("agents",)),
-    ("public API", ("", "examples")),  # "" is tooldb/__init__.py itself
+    ("public API", ("", "examples", "packs")),  # "" is tooldb/__init__.py itself
     ("interfaces", ("cli", "mcp.server", "__main__")),
 ]
 
