@@ -97,11 +97,9 @@ def register_contents(
         )
     if agents is not None and agents.is_dir():
         for path in sorted(agents.glob("*.yaml")):
-            spec = read_agent(path)
-            registry.add_agent(spec)
-            if spec.as_tool:
-                registry.add_agent_tool(spec.name)
-            report.agents.append(spec.name)
+            agent = read_agent(path)
+            registry.add_agent(agent)  # an ``as_tool`` agent is registered as a tool too
+            report.agents.append(agent.name)
     return report
 
 
