@@ -66,6 +66,13 @@ def program_dirs(*programs: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+@functools.cache
+def _jdk_etc() -> tuple[str, ...]:
+    """Debian's JDKs keep their configuration (security policy, logging) under
+    ``/etc/java-N-openjdk``, linked from ``/usr/lib/jvm``: Java tools need it to start."""
+    return tuple(sorted(str(path) for path in Path("/etc").glob("java-*") if path.is_dir()))
+
+
 def view(programs: tuple[str, ...] = ()) -> list[str]:
     """bwrap's arguments for the file system a script sees (without ``/tmp``)."""
     args: list[str] = []
@@ -77,7 +84,7 @@ def view(programs: tuple[str, ...] = ()) -> list[str]:
     for path in program_dirs(*programs):
         args += ["--ro-bind", path, path]
     args += ["--perms", "0755", "--dir", "/etc"]  # bwrap would make it 0700
-    for path in ETC_PATHS:
+    for path in (*ETC_PATHS, *_jdk_etc()):
         args += ["--ro-bind-try", path, path]
     return [*args, "--proc", "/proc", "--dev", "/dev"]
 

@@ -1,4 +1,4 @@
-"""Script tools: Python or JavaScript source stored in the registry, run in a sandbox.
+"""Script tools: Python, JavaScript or Java source stored in the registry, run in a sandbox.
 
 The target is the source. The bound arguments go to the script as one JSON
 object on stdin; its result comes back as JSON on stdout (the whole stdout, or
@@ -24,8 +24,9 @@ from ..errors import DefinitionError, ExecutionError, ToolTimeout
 from ..types import ToolKind, ToolRecord, ToolSpec
 from . import sandbox
 from .sandbox import Completed, Limits
+from .script_java import NO_JDK, check_java, java_binary, java_launch
 
-LANGUAGES = ("python", "javascript")
+LANGUAGES = ("python", "javascript", "java")
 _JS_RUNNER = Path(__file__).with_name("script_runner.js").read_text(encoding="utf-8")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INT_LIMITS = ("memory_mb", "max_output_bytes", "max_processes", "max_file_mb")
@@ -48,6 +49,8 @@ class ScriptExecutor:
             raise DefinitionError(f"script tool {spec.name!r} has no source")
         if language == "python":
             _check_python(spec)
+        elif language == "java":
+            check_java(spec)
         else:
             _check_javascript(spec)
 
@@ -55,8 +58,11 @@ class ScriptExecutor:
         """Probe the platform's isolation once per process, before the clock starts; fail
         closed where there is no sandbox."""
         sandbox.isolation().require(tool.name)
-        if language_of(tool.spec) == "javascript" and node_binary() is None:
+        language = language_of(tool.spec)
+        if language == "javascript" and node_binary() is None:
             raise ExecutionError(f"script tool {tool.name!r} needs node, which is not on PATH")
+        if language == "java" and java_binary() is None:
+            raise ExecutionError(f"script tool {tool.name!r} needs a JDK: {NO_JDK}")
 
     def run(self, tool: ToolRecord, arguments: dict[str, Any], timeout_s: float | None) -> Any:
         coroutine = self.arun(tool, arguments, timeout_s)
@@ -181,6 +187,8 @@ def _launch(spec: ToolSpec, language: str) -> dict[str, Any]:
     if language == "python":
         path = f"{sandbox.bwrap.TMP}/tool.py"
         return {"language": language, "script": path, "source_path": path}
+    if language == "java":
+        return java_launch(spec, sandbox.bwrap.TMP, limits_of(spec).memory_mb)
     path = f"{sandbox.bwrap.TMP}/tool.js"
     node = node_binary()
     if node is None:
