@@ -1,9 +1,10 @@
-"""OODA commands of the ``tooldb`` CLI: ``ooda run|findings|history|undo|trend`` and
+"""OODA commands of the ``tooldb`` CLI: ``ooda run|findings|history|undo|trend|schedule`` and
 ``add builtins``."""
 
 from __future__ import annotations
 
 import sys
+import time
 from contextlib import AbstractContextManager, nullcontext
 from typing import Annotated, Any
 
@@ -14,6 +15,7 @@ from ..ooda.types import Act, Finding, OodaReport
 from ..registry import Registry
 from .app import (
     JsonOpt,
+    _errors,
     _ms,
     _out,
     _pct,
@@ -118,6 +120,36 @@ def trend(
             _ms(row["p50_ms"]), _ms(row["p95_ms"]),
         )  # fmt: skip
     _out.print(table)
+
+
+@ooda_app.command("schedule")
+def schedule(
+    every: Annotated[
+        str, typer.Option("--every", help="Interval between cycles: 90, 90s, 15m, 1h, 1d.")
+    ] = "1h",
+) -> None:
+    """Run cycles on a schedule in the foreground (for systemd or cron's @reboot): any
+    number of these may run against one store; one leads and runs the cycles, the others
+    stand by and take over within three heartbeats if it dies. One line per event."""
+    import signal
+
+    from ..ooda.leader import Event, ScheduleLeader, parse_interval
+
+    with _errors():
+        seconds = parse_interval(every)
+    with _registry(False) as registry:
+
+        def say(event: Event) -> None:
+            _out.print(f"{_when(time.time())} {event.detail}")
+
+        leader = ScheduleLeader(
+            registry.store, registry.tenant, registry.ooda, seconds, on_event=say
+        )
+        signal.signal(signal.SIGTERM, lambda *_: leader.stop())
+        try:
+            leader.run()
+        except KeyboardInterrupt:
+            leader.stop()
 
 
 @add_app.command("builtins")
