@@ -341,8 +341,18 @@ def call(
 
 
 @app.command()
-def stats(as_json: JsonOpt = False) -> None:
-    """Per-tool usage, success rate and latency."""
+def stats(
+    runs: Annotated[
+        bool,
+        typer.Option("--runs", help="Runs per day and agent: how many a limit stopped."),
+    ] = False,
+    days: Annotated[int, typer.Option(min=1, help="With --runs: how many days back.")] = 7,
+    as_json: JsonOpt = False,
+) -> None:
+    """Per-tool usage, success rate and latency (with --runs: runs per day and agent)."""
+    if runs:
+        _run_stats(days, as_json)
+        return
     with _registry(as_json) as registry:
         tools = registry.stats()
     if as_json:
@@ -356,6 +366,21 @@ def stats(as_json: JsonOpt = False) -> None:
         table.add_row(
             _text(t.name), str(s.usage_count), _pct(s.success_rate), _ms(s.avg_duration_ms),
             _when(s.last_used), "yes" if t.enabled else "no",
+        )  # fmt: skip
+    _out.print(table)
+
+
+def _run_stats(days: int, as_json: bool) -> None:
+    with _registry(as_json) as registry:
+        rows = registry.run_stats(days)
+    if as_json:
+        _print_json({"days": days, "runs": rows})
+        return
+    table = _table("day", "agent", "runs", "limit hit", "share", "error", "interrupted")
+    for row in rows:
+        table.add_row(
+            row["day"], _text(row["agent"]), str(row["runs"]), str(row["partial"]),
+            _pct(row["limit_share"]), str(row["error"]), str(row["interrupted"]),
         )  # fmt: skip
     _out.print(table)
 

@@ -9,11 +9,13 @@ when an agent loads it.
 from __future__ import annotations
 
 import builtins
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import NotFound
+from ..errors import NotFound, UsageError
 from ..types import AgentSpec, SkillSpec
 from .skills import agent_from_mapping, read_agent, read_skills, skill_from_mapping
 
@@ -82,6 +84,33 @@ class Catalog:
         return [
             AgentSpec.model_validate(row["definition"])
             for row in self.store.list_agents(self.tenant)
+        ]
+
+    def run_stats(self, days: int = 7) -> builtins.list[dict[str, Any]]:
+        """Per UTC day and agent (the router's runs under ``(router)``), over the last
+        ``days`` days: runs, how many a limit stopped (``partial``), failed or were
+        interrupted, and the share a limit stopped. Newest day first."""
+        if days < 1:
+            raise UsageError(f"days must be at least 1, got {days}")
+        since = (int(time.time() // 86400) - days + 1) * 86400.0
+        table: dict[tuple[int, str], dict[str, Any]] = {}
+        for row in self.store.run_outcomes(self.tenant, since):
+            agent = row["agent"] or ("(router)" if row["mode"] == "router" else "(none)")
+            entry = table.setdefault(
+                (int(row["day"]), agent),
+                {"runs": 0, "partial": 0, "error": 0, "interrupted": 0, "running": 0},
+            )
+            entry["runs"] += row["runs"]
+            if row["status"] in entry:
+                entry[row["status"]] += row["runs"]
+        return [
+            {
+                "day": datetime.fromtimestamp(day * 86400, UTC).date().isoformat(),
+                "agent": agent,
+                **entry,
+                "limit_share": entry["partial"] / entry["runs"],
+            }
+            for (day, agent), entry in sorted(table.items(), key=lambda kv: (-kv[0][0], kv[0][1]))
         ]
 
     def sweep_runs(self) -> builtins.list[str]:

@@ -172,6 +172,31 @@ class AgentRows:
         with self._guard(), self._reader.connect() as conn:
             return [_run_record(row._mapping) for row in conn.execute(query)]
 
+    def run_outcomes(self, tenant: str, since: float) -> list[dict[str, Any]]:
+        """Runs started since ``since`` counted by (UTC day number, agent, mode, status):
+        top-level runs only (a sub-run's limit is its parent's business)."""
+        if self.dialect == "sqlite":  # SQLite's floor() is an optional extension
+            day = sa.cast(runs.c.started_at / 86400, sa.Integer)
+        else:
+            day = sa.cast(sa.func.floor(runs.c.started_at / 86400), sa.Integer)
+        query = (
+            sa.select(
+                day.label("day"),
+                runs.c.agent,
+                runs.c.mode,
+                runs.c.status,
+                sa.func.count().label("runs"),
+            )
+            .where(
+                runs.c.tenant == tenant,
+                runs.c.started_at >= since,
+                runs.c.parent_run_id.is_(None),
+            )
+            .group_by(day, runs.c.agent, runs.c.mode, runs.c.status)
+        )
+        with self._guard(), self._reader.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
     def run_messages(self, run_id: str) -> list[dict[str, Any]]:
         query = (
             sa.select(run_messages.c.seq, run_messages.c.iteration, run_messages.c.message)
