@@ -54,7 +54,10 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
     "access": (["src/tooldb/agents/access.py"], ["tests/test_skills.py"]),
     "tenant_filters": (
         ["src/tooldb/stores/provenance_rows.py", "src/tooldb/stores/agent_rows.py"],
-        ["tests/test_provenance.py", "tests/test_stores.py", "tests/test_cli_agents.py"],
+        [
+            "tests/test_provenance.py", "tests/test_stores.py", "tests/test_cli_agents.py",
+            "tests/test_store_run_rows.py", "tests/test_skills.py", "tests/test_run_stats.py",
+        ],  # fmt: skip
     ),
     "ranking": (["src/tooldb/selection/select.py"], ["tests/test_selection.py"]),
     "hypothesise": (

@@ -1,0 +1,135 @@
+"""The store's run, decision and act rows read back in their tenant only, in a stable
+order even when rows share a timestamp, and written whole or not at all (issue 30:
+the survivors of the tenant_filters mutation group). Both stores."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+import tests.sample_tools as st
+from tooldb import Registry, StoreError
+from tooldb.stores import Store
+from tooldb.types import RunStatus
+
+WHEN = 1_750_000_000.0  # one clock tick shared by every row below
+
+
+def new_run(store: Store, tenant: str, *, parent: str | None = None, run_id: str = "") -> str:
+    run_id = run_id or uuid.uuid4().hex
+    store.create_run(
+        {
+            "id": run_id, "tenant": tenant, "parent_run_id": parent, "agent": "a",
+            "mode": "llm", "model": None, "task": "t", "status": RunStatus.RUNNING.value,
+            "metadata": {"note": "café ☕"}, "started_at": WHEN, "owner": None,
+            "lease_expires_at": None,
+        }
+    )  # fmt: skip
+    return run_id
+
+
+def test_ancestors_stop_at_the_tenant_boundary(registry: Registry) -> None:
+    store, mine = registry.store, registry.tenant
+    root = new_run(store, mine)
+    child = new_run(store, mine, parent=root)
+    grandchild = new_run(store, mine, parent=child)
+    assert [r["id"] for r in store.run_ancestors(mine, grandchild)] == [child, root]
+    assert store.run_ancestors(mine, root) == []
+    # A row of another tenant naming this tenant's run as its parent (the API cannot
+    # make one; the store must still not follow it across).
+    stranger = new_run(store, "other", parent=child)
+    assert store.run_ancestors("other", stranger) == []
+    assert store.run_ancestors("other", grandchild) == []
+    assert [r["id"] for r in store.run_tree(mine, root)] == [root, child, grandchild]
+    assert store.run_tree("other", root) == []
+    assert [r["id"] for r in store.run_tree("other", stranger)] == [stranger]
+
+
+def test_rows_of_one_clock_tick_come_back_in_id_order(registry: Registry) -> None:
+    store, tenant = registry.store, registry.tenant
+    root = new_run(store, tenant, run_id="m-root")
+    for name in ("c-3", "c-1", "c-2"):
+        new_run(store, tenant, parent=root, run_id=name)
+    tree = [r["id"] for r in store.run_tree(tenant, root)]
+    assert tree == ["m-root", "c-1", "c-2", "c-3"]
+    listed = [r.id for r in store.list_runs(tenant, parent_run_id=root)]
+    assert listed == ["c-1", "c-2", "c-3"]
+    assert [r.id for r in store.list_runs(tenant, parent_run_id=root, limit=2)] == ["c-1", "c-2"]
+    assert store.list_runs(tenant, status="success") == []
+    assert len(store.list_runs(tenant)) == 4
+
+    decided = [_decision(store, tenant, run_id) for run_id in ("c-2", "c-1", "c-2")]
+    found = store.decisions_of_runs(tenant, ["c-1", "c-2", "c-1"])
+    assert [d["id"] for d in found] == sorted(decided)
+    assert store.decisions_of_runs("other", ["c-1", "c-2"]) == []
+
+
+def _decision(store: Store, tenant: str, run_id: str) -> int:
+    return store.record_decision(
+        {
+            "tenant": tenant, "run_id": run_id, "task": "t", "k": 1, "filters": {},
+            "candidates": [], "chosen": None, "embedder": None, "duration_ms": 1.0,
+            "created_at": WHEN,
+        }
+    )  # fmt: skip
+
+
+def test_acts_of_one_tick_in_id_order_and_only_the_tenants(registry: Registry) -> None:
+    registry.add_function(st.add)
+    registry.add_function(st.echo)
+    store, tenant = registry.store, registry.tenant
+    ids = [_act(registry, "echo"), _act(registry, "add"), _act(registry, "echo")]
+    acts = store.acts_on_tools(tenant, ["echo", "add"])
+    assert [a["id"] for a in acts] == sorted(ids)
+    assert [a["id"] for a in store.acts_on_tools(tenant, ["echo"])] == [ids[0], ids[2]]
+    assert store.acts_on_tools("other", ["echo", "add"]) == []
+
+
+def _act(registry: Registry, tool: str) -> int:
+    row: dict[str, Any] = {
+        "tenant": registry.tenant, "cycle_id": None, "tool_id": registry.get(tool).id,
+        "tool_name": tool, "action": "note", "policy": "test", "actor": "test",
+        "reason": "r", "evidence": {}, "created_at": WHEN, "reverses": None,
+    }  # fmt: skip
+    act_id = registry.store.apply_act(row, set_enabled=None, only_if_enabled=None)
+    assert act_id is not None
+    return act_id
+
+
+def test_a_failed_run_write_leaves_nothing_and_says_why(registry: Registry) -> None:
+    store, tenant = registry.store, registry.tenant
+    run_id = new_run(store, tenant)
+    with pytest.raises(StoreError, match="rejected a write"):
+        new_run(store, tenant, run_id=run_id)  # the same id again
+    with pytest.raises(StoreError, match="rejected a write"):
+        store.append_run_messages(run_id, [(0, 0, "user", "{}"), (0, 0, "user", "{}")])
+    assert store.run_messages(run_id) == []  # the pair was one transaction: neither landed
+    store.append_run_messages(run_id, [(0, 0, "user", '{"content": "hi"}')])
+    assert store.run_messages(run_id) == [{"seq": 0, "iteration": 0, "content": "hi"}]
+    details = store.get_run_details(tenant, run_id)
+    assert details is not None
+    assert details["metadata"] == {"note": "café ☕"}
+    record = store.get_run(tenant, run_id)
+    assert record is not None and record.status is RunStatus.RUNNING and record.agent == "a"
+    assert store.get_run("other", run_id) is None
+    assert store.get_run_details("other", run_id) is None
+
+
+def test_skills_and_agents_are_read_and_removed_in_their_tenant(registry: Registry) -> None:
+    store, tenant = registry.store, registry.tenant
+    row = {"name": "helper", "definition": {"name": "helper"}, "content_hash": "h1"}
+    assert store.put_agent(tenant, row) == (1, True)
+    assert store.put_agent(tenant, row) == (1, False)
+    assert store.put_agent(tenant, {**row, "content_hash": "h2"}) == (2, True)
+    assert store.put_agent("other", row) == (1, True)  # its own version line
+    mine = store.get_agent(tenant, "helper")
+    assert mine is not None and mine["version"] == 2 and mine["tenant"] == tenant
+    assert store.get_agent(tenant, "nobody") is None
+    assert store.remove_agent("third", "helper") is False
+    assert store.remove_agent("other", "helper") is True
+    assert store.get_agent("other", "helper") is None
+    assert store.get_agent(tenant, "helper") is not None
+    assert [a["name"] for a in store.list_agents(tenant)] == ["helper"]
+    assert store.list_agents("other") == []
