@@ -55,9 +55,13 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
     "tenant_filters": (
         ["src/tooldb/stores/provenance_rows.py", "src/tooldb/stores/agent_rows.py"],
         [
-            "tests/test_provenance.py", "tests/test_stores.py", "tests/test_cli_agents.py",
-            "tests/test_store_run_rows.py", "tests/test_skills.py", "tests/test_run_stats.py",
-        ],  # fmt: skip
+            "tests/test_provenance.py",
+            "tests/test_stores.py",
+            "tests/test_cli_agents.py",
+            "tests/test_store_run_rows.py",
+            "tests/test_skills.py",
+            "tests/test_run_stats.py",
+        ],
     ),
     "ranking": (["src/tooldb/selection/select.py"], ["tests/test_selection.py"]),
     "hypothesise": (
