@@ -18,6 +18,7 @@ import pytest
 import tooldb
 from tooldb import Registry, Settings
 from tooldb.examples.pets_server import PetsServer
+from tooldb.stores.schema import metadata as schema_metadata
 
 PG_ADMIN_URL = os.environ.get("TOOLDB_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 PG_START_HINT = (
@@ -63,14 +64,16 @@ def postgres_url() -> Iterator[str]:
         yield url
 
 
+#: Every table of the registry's schema but the tenant MAC's secret (made once by the
+#: migration): what a test may have written.
+_DATA_TABLES = [
+    table.name for table in schema_metadata.sorted_tables if table.name != "sql_tenant_key"
+]
+
+
 def _truncate_postgres(url: str) -> None:
     with psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True) as conn:
-        conn.execute(
-            "TRUNCATE tools, tool_versions, calls, tool_search, tenant_state, decisions,"
-            " runs, run_messages, skills, agents,"
-            " tool_stats_history, ooda_cycles, ooda_acts, ooda_locks"
-            " RESTART IDENTITY CASCADE"
-        )
+        conn.execute(f"TRUNCATE {', '.join(_DATA_TABLES)} RESTART IDENTITY CASCADE")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -174,16 +174,20 @@ def test_recursion_and_depth_are_bounded(reg: Registry) -> None:
 
     register_model("test:a", delegate_to("b"))
     register_model("test:b", delegate_to("a"))
-    _agent(reg, "a", "test:a", tools=["b"])
+    # Two agents that name each other: the first is registered disabled until the second
+    # exists (integrity, issue 28.3), then registered again, which enables it.
+    reg.add_agent(AgentSpec(name="a", model="test:a", as_tool=True, tools=["b"]),
+                  allow_missing=True)  # fmt: skip
     _agent(reg, "b", "test:b", tools=["a"])
+    _agent(reg, "a", "test:a", tools=["b"])
     looped = reg.call("a", {"task": "go"})
     assert looped.success  # the cycle is refused inside, and that refusal is the answer
     assert "agent 'a' would call itself: a -> b -> a" in looped.output
 
     register_model("test:c", delegate_to("d"))
     register_model("test:d", FunctionModel(lambda *_: "bottom"))
-    _agent(reg, "c", "test:c", tools=["d"])
     _agent(reg, "d", "test:d")
+    _agent(reg, "c", "test:c", tools=["d"])
     url = reg.settings.url
     shallow = tooldb.open(url, settings=Settings(embedder="hash", url=url, agent_max_depth=1))
     refused = shallow.call("c", {"task": "go"})

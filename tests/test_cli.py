@@ -89,7 +89,7 @@ def test_usage_errors_exit_2_with_clear_messages(url: str) -> None:
 
 
 def test_enable_disable_remove(url: str) -> None:
-    assert as_json(url, "disable", "add") == {"name": "add", "action": "disabled"}
+    assert as_json(url, "disable", "add") == {"kind": "tool", "name": "add", "action": "disabled"}
     disabled = tooldb(url, "call", "add", "--args", '{"a": 1}')
     assert disabled.exit_code == 2 and "disabled" in disabled.stderr
     assert "add" not in {t["name"] for t in as_json(url, "list")["tools"]}

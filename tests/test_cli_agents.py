@@ -48,6 +48,11 @@ def test_skills_and_agents_from_files(url: str, tmp_path: Path) -> None:
     skill.write_text(
         "---\nname: temps\ndescription: Temperatures.\ntools: [convert_temperature]\n---\nUse it.\n"
     )
+    refused = as_json(url, "add", "skill", str(skill), code=2)["error"]["message"]
+    assert "skill 'temps' names what this tenant does not have: tool 'convert_temperature'" in (
+        refused
+    )
+    assert as_json(url, "add", "python", "tooldb.examples.basic")
     assert as_json(url, "add", "skill", str(skill)) == {"changed": ["temps"]}
     listed = as_json(url, "skills")["skills"]
     assert listed[0]["name"] == "temps" and listed[0]["tools"][0]["access"] == "execute"

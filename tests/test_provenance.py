@@ -380,6 +380,7 @@ def test_the_owning_tenant_reads_each_row_back_and_removes_only_its_own(reg: Reg
     # removal is per tenant too
     reg.add_agent({"name": "helper", "instructions": "Help."})
     other = reg.for_tenant("other")
+    other.add(st.echo)
     other.add_skill({"name": "text", "description": "Theirs.", "tools": ["echo"]})
     assert not store.remove_skill("nobody", "text") and not store.remove_agent("nobody", "helper")
     assert store.remove_skill(tenant, "text") and store.remove_agent(tenant, "helper")

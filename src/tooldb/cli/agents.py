@@ -127,14 +127,25 @@ def runs(
     _out.print(table)
 
 
+AllowMissing = Annotated[
+    bool,
+    typer.Option(
+        "--allow-missing",
+        help="Register it even if tools or skills it names are missing: disabled, with why.",
+    ),
+]
+
+
 @add_app.command("skill")
 def add_skill(
     path: Annotated[Path, typer.Argument(help="A SKILL.md file or a folder of them.")],
+    allow_missing: AllowMissing = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Register skills from SKILL.md files (YAML front matter + instructions)."""
+    """Register skills from SKILL.md files (YAML front matter + instructions). A skill
+    naming tools or skills the tenant lacks is refused, each missing name listed."""
     with _registry(as_json) as registry, _errors():
-        changed = registry.add_skill(path)
+        changed = registry.add_skill(path, allow_missing=allow_missing)
     if as_json:
         _print_json({"changed": changed})
     else:
@@ -148,6 +159,7 @@ def add_agent(
         bool,
         typer.Option("--as-tool", help="Also register it as a tool (kind agent) others can call."),
     ] = False,
+    allow_missing: AllowMissing = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Register an agent definition (with --as-tool or `as_tool: true`, also as a tool)."""
@@ -157,7 +169,7 @@ def add_agent(
         spec = read_agent(file)
         if as_tool and not spec.as_tool:
             spec = spec.model_copy(update={"as_tool": True})
-        changed = registry.add_agent(spec)
+        changed = registry.add_agent(spec, allow_missing=allow_missing)
     if as_json:
         _print_json({"agent": spec.name, "changed": changed, "as_tool": spec.as_tool})
     else:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from ..errors import UsageError
 from ..registry import Registry, open_registry
 from ..settings import Settings
 from ..stores import PutOutcome, open_store
@@ -231,7 +231,10 @@ def list_tools(
     show_all: Annotated[bool, typer.Option("--all", help="Include disabled tools.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """List the tenant's tools."""
+    """List the tenant's tools (`--kind skill` or `--kind agent`: its skills or agents)."""
+    if kind in ("skill", "agent"):
+        _list_definitions(kind, as_json)
+        return
     with _registry(as_json) as registry:
         tools = registry.list(category=category, kind=kind, include_disabled=show_all)
     if as_json:
@@ -248,17 +251,48 @@ def list_tools(
     _out.print(f"{len(tools)} tools")
 
 
+def _list_definitions(kind: str, as_json: bool) -> None:
+    with _registry(as_json) as registry:
+        names = [
+            spec.name
+            for spec in (
+                registry.skills(include_disabled=True)
+                if kind == "skill"
+                else registry.agents(include_disabled=True)
+            )
+        ]
+        records = [registry.definition(kind, name) for name in names]
+    if as_json:
+        _print_json({f"{kind}s": records})
+        return
+    table = _table("name", "v", "enabled", "description")
+    for r in records:
+        state = "yes" if r["enabled"] else f"no: {r['disabled_reason']}"
+        description = str(r["definition"].get("description") or "")
+        table.add_row(_text(r["name"]), str(r["version"]), _text(state), _text(description))
+    _out.print(table)
+    _out.print(f"{len(records)} {kind}s")
+
+
 @app.command()
 def show(
-    name: Annotated[str, typer.Argument(help="Tool name.")],
+    first: KindOrName,
+    second: NameAfterKind = None,
     version: Annotated[int | None, typer.Option(help="Show this older version.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show a tool: schema, statistics and versions."""
+    """Show a tool (schema, statistics, versions), a skill or an agent (`show agent NAME`)."""
     with _registry(as_json) as registry:
-        tool = registry.get(name)
-        versions = registry.versions(name)
-        shown = registry.version(name, version).spec if version is not None else tool.spec
+        kind, name = _target(first, second)
+        if kind != "tool":
+            record = registry.definition(kind, name, version)
+        else:
+            tool = registry.get(name)
+            versions = registry.versions(name)
+            shown = registry.version(name, version).spec if version is not None else tool.spec
+    if kind != "tool":
+        _print_definition(record, as_json)
+        return
     document = {
         **tool.summary(),
         **shown.definition(),
@@ -272,6 +306,23 @@ def show(
         _print_json(document)
         return
     _print_tool(tool, document)
+
+
+def _print_definition(record: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        _print_json(record)
+        return
+    state = "enabled" if record["enabled"] else f"disabled: {record['disabled_reason']}"
+    _out.print(f"[bold]{record['kind']} {_text(record['name'])}[/bold]  "
+               f"v{record['shown_version']} of {record['version']}  ({_text(state)})")  # fmt: skip
+    for key, value in record["definition"].items():
+        if value not in (None, "", [], {}):
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            _out.print(f"  {key:12} {_text(text)}")
+    for v in record["versions"]:
+        _out.print(
+            f"  version {v['version']:<4} {v['content_hash'][:12]}  {_when(v['created_at'])}"
+        )
 
 
 def _print_tool(tool: ToolRecord, document: dict[str, Any]) -> None:
@@ -291,31 +342,65 @@ def _print_tool(tool: ToolRecord, document: dict[str, Any]) -> None:
         )
 
 
-def _toggle(name: str, as_json: bool, action: Callable[[Registry, str], None], verb: str) -> None:
+KindOrName = Annotated[
+    str, typer.Argument(help="A tool's name, or a kind (tool, skill, agent) then a name.")
+]
+NameAfterKind = Annotated[str | None, typer.Argument(help="The name, after a kind.")]
+
+
+def _target(first: str, second: str | None) -> tuple[str, str]:
+    """``NAME`` (a tool) or ``KIND NAME``."""
+    if second is None:
+        return "tool", first
+    if first not in ("tool", "skill", "agent"):
+        raise UsageError(f"kind must be tool, skill or agent, got {first!r}")
+    return first, second
+
+
+def _toggle(first: str, second: str | None, as_json: bool, verb: str, **options: bool) -> None:
     with _registry(as_json) as registry:
-        action(registry, name)
+        kind, name = _target(first, second)
+        if kind == "tool":
+            tool_actions = {"enabled": registry.enable, "disabled": registry.disable}
+            if verb == "removed":
+                registry.remove(name, **options)
+            else:
+                tool_actions[verb](name)
+        elif verb == "enabled":
+            registry.enable_definition(kind, name)
+        elif verb == "disabled":
+            registry.disable_definition(kind, name)
+        else:
+            registry.remove_definition(kind, name)
     if as_json:
-        _print_json({"name": name, "action": verb})
+        _print_json({"kind": kind, "name": name, "action": verb})
     else:
-        _out.print(f"{verb} {_text(name)}")
+        _out.print(f"{verb} {kind} {_text(name)}")
 
 
 @app.command()
-def enable(name: str, as_json: JsonOpt = False) -> None:
-    """Enable a tool."""
-    _toggle(name, as_json, Registry.enable, "enabled")
+def enable(first: KindOrName, second: NameAfterKind = None, as_json: JsonOpt = False) -> None:
+    """Enable a tool (`enable NAME`), a skill or an agent (`enable skill NAME`)."""
+    _toggle(first, second, as_json, "enabled")
 
 
 @app.command()
-def disable(name: str, as_json: JsonOpt = False) -> None:
-    """Disable a tool: it stays registered but cannot be called."""
-    _toggle(name, as_json, Registry.disable, "disabled")
+def disable(first: KindOrName, second: NameAfterKind = None, as_json: JsonOpt = False) -> None:
+    """Disable a tool, skill or agent: it stays registered but is not offered or run."""
+    _toggle(first, second, as_json, "disabled")
 
 
 @app.command()
-def remove(name: str, as_json: JsonOpt = False) -> None:
-    """Remove a tool and its versions (its recorded calls are kept)."""
-    _toggle(name, as_json, Registry.remove, "removed")
+def remove(
+    first: KindOrName,
+    second: NameAfterKind = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Remove a tool even if skills or agents use it.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove a tool (its recorded calls are kept), a skill or an agent, with its versions."""
+    _toggle(first, second, as_json, "removed", **({"force": True} if force else {}))
 
 
 @app.command()

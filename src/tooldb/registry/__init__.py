@@ -50,7 +50,7 @@ from ..types import (
     check_name,
 )
 from .calls import CallPath
-from .catalog import Catalog
+from .catalog import MISSING, Catalog
 from .manifests import Found, Imported, Skipped, find_manifest, spec_from_mapping
 
 if TYPE_CHECKING:
@@ -475,10 +475,21 @@ class Registry(CallPath, Catalog):
         if not self.store.set_enabled(self.tenant, name, False):
             raise self._not_found(name)
 
-    def remove(self, name: str) -> None:
-        """Delete the tool and its versions; its recorded calls are kept."""
+    def remove(self, name: str, *, force: bool = False) -> None:
+        """Delete the tool and its versions; its recorded calls are kept. A tool that an
+        enabled skill or agent names is removed only with ``force``, which disables
+        those (the reason names the tool), so none is left pointing at nothing."""
+        users = self.users_of_tool(name)
+        if users and not force:
+            raise UsageError(
+                f"tool {name!r} is used by {', '.join(users)}: pass --force (force=True) to "
+                "remove it anyway (they are disabled)"
+            )
         if not self.store.remove_tool(self.tenant, name):
             raise self._not_found(name)
+        for user in users:
+            kind, _, user_name = user.partition(" ")
+            self.disable_definition(kind, user_name, f"{MISSING}tool {name!r} (removed)")
 
     def calls(
         self, *, tool: str | None = None, run_id: str | None = None, limit: int = 20
@@ -496,7 +507,7 @@ class Registry(CallPath, Catalog):
         """Register the agent ``name`` as a tool of kind ``agent`` under the same name:
         callers (and other agents) delegate to it with ``{"task": ..., "context": ...}``
         and get the status protocol back (agents/orchestrate.py, docs/agents.md)."""
-        spec = self.agent(name)
+        spec = self.agent_definition(name)
         existing = self.store.get_tool(self.tenant, name)
         if existing is not None and existing.spec.kind is not ToolKind.AGENT:
             raise UsageError(

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import NotFound, UsageError
-from ..types import AgentSpec, SkillSpec
+from ..errors import DefinitionError, NotFound, UsageError
+from ..types import AgentSpec, SkillSpec, ToolRecord
 from .skills import agent_from_mapping, read_agent, read_skills, skill_from_mapping
 
 if TYPE_CHECKING:
-    from ..stores import Store
+    from ..stores import EnabledState, Store
 
 
 class Catalog:
@@ -28,63 +28,204 @@ class Catalog:
     tenant: str
     #: Registry's: registers an agent as a tool of kind ``agent`` (``as_tool``).
     add_agent_tool: Callable[[str], Any]
+    #: Registry's: the tenant's tools among these names (enabled or not).
+    get_many: Callable[[Iterable[str]], dict[str, ToolRecord]]
+    enable: Callable[[str], None]
+    disable: Callable[[str], None]
 
-    def add_skill(self, skill: SkillSpec | dict[str, Any] | str | Path) -> builtins.list[str]:
+    # -- skills ----------------------------------------------------------------
+    def add_skill(
+        self, skill: SkillSpec | dict[str, Any] | str | Path, *, allow_missing: bool = False
+    ) -> builtins.list[str]:
         """Register skills from a spec, a mapping, a SKILL.md file or a folder of them;
-        returns the names of skills that are new or changed."""
+        returns the names of skills that are new or changed.
+
+        A skill naming a tool, a parent or a dependency this tenant does not have (nor
+        the same batch) is refused with every missing name; ``allow_missing`` registers
+        it disabled instead, the missing names as the reason, and registering it again
+        once they exist enables it."""
         if isinstance(skill, SkillSpec):
             specs = [skill]
         elif isinstance(skill, dict):
             specs = [skill_from_mapping(skill)]
         else:
             specs = read_skills(skill)
+        batch = {spec.name for spec in specs}
         changed = []
         for spec in specs:
+            missing = self._missing(
+                tools=[grant.name for grant in spec.tools],
+                skills=[*spec.depends_on, *([spec.parent] if spec.parent else [])],
+                also=batch,
+            )
+            state = self._state("skill", spec.name, missing, allow_missing)
             row = spec.model_dump(mode="json")
             row["content_hash"] = spec.content_hash()
-            _, did_change = self.store.put_skill(self.tenant, row)
+            _, did_change = self.store.put_skill(self.tenant, row, state)
             if did_change:
                 changed.append(spec.name)
         return changed
 
     def skill(self, name: str) -> SkillSpec:
-        row = self.store.get_skill(self.tenant, name)
-        if row is None:
-            raise NotFound(f"no skill named {name!r} in tenant {self.tenant!r}")
+        """An enabled skill (what agents load); NotFound or a clear error otherwise."""
+        row = self._row("skill", name)
+        _require_enabled("skill", name, row)
         return _skill(row)
 
-    def skills(self) -> builtins.list[SkillSpec]:
-        return [_skill(row) for row in self.store.list_skills(self.tenant)]
+    def skills(self, *, include_disabled: bool = False) -> builtins.list[SkillSpec]:
+        return [
+            _skill(row)
+            for row in self.store.list_skills(self.tenant)
+            if include_disabled or row["enabled"]
+        ]
 
-    def add_agent(self, agent: AgentSpec | dict[str, Any] | str | Path) -> bool:
-        """Register an agent from a spec, a mapping or a YAML file; True if new or changed."""
+    # -- agents ----------------------------------------------------------------
+    def add_agent(
+        self, agent: AgentSpec | dict[str, Any] | str | Path, *, allow_missing: bool = False
+    ) -> bool:
+        """Register an agent from a spec, a mapping or a YAML file; True if new or changed.
+        Like skills, an agent naming tools or skills this tenant lacks is refused with
+        each missing name (``allow_missing``: registered disabled, with the reason)."""
         if isinstance(agent, AgentSpec):
             spec = agent
         elif isinstance(agent, dict):
             spec = agent_from_mapping(agent)
         else:
             spec = read_agent(agent)
+        missing = self._missing(tools=spec.tools or [], skills=spec.skills, also=set())
+        state = self._state("agent", spec.name, missing, allow_missing)
         row = {
             "name": spec.name,
             "definition": spec.model_dump(mode="json"),
             "content_hash": spec.content_hash(),
         }
-        _, changed = self.store.put_agent(self.tenant, row)
+        _, changed = self.store.put_agent(self.tenant, row, state)
         if spec.as_tool:
             self.add_agent_tool(spec.name)
+            if state is not None:  # the tool follows the agent's flag when it changes
+                (self.enable if state[0] else self.disable)(spec.name)
         return changed
 
     def agent(self, name: str) -> AgentSpec:
-        row = self.store.get_agent(self.tenant, name)
-        if row is None:
-            raise NotFound(f"no agent named {name!r} in tenant {self.tenant!r}")
+        """An enabled agent (what runs); NotFound or a clear error otherwise."""
+        row = self._row("agent", name)
+        _require_enabled("agent", name, row)
         return AgentSpec.model_validate(row["definition"])
 
-    def agents(self) -> builtins.list[AgentSpec]:
+    def agent_definition(self, name: str) -> AgentSpec:
+        """The agent's current definition, enabled or not."""
+        return AgentSpec.model_validate(self._row("agent", name)["definition"])
+
+    def agents(self, *, include_disabled: bool = False) -> builtins.list[AgentSpec]:
         return [
             AgentSpec.model_validate(row["definition"])
             for row in self.store.list_agents(self.tenant)
+            if include_disabled or row["enabled"]
         ]
+
+    # -- lifecycle of both -------------------------------------------------------
+    def definition(self, kind: str, name: str, version: int | None = None) -> dict[str, Any]:
+        """A skill's or agent's record: ``definition`` (of ``version``, default the
+        current one), ``version``, ``enabled``, ``disabled_reason`` and ``versions``."""
+        row = self._row(kind, name)
+        versions = self.store.catalog_versions(kind, self.tenant, name)
+        shown = row["version"] if version is None else version
+        found = next((v for v in versions if v["version"] == shown), None)
+        if found is None:
+            raise NotFound(f"{kind} {name!r} has no version {shown}")
+        return {
+            "kind": kind,
+            "name": name,
+            "version": row["version"],
+            "shown_version": shown,
+            "enabled": bool(row["enabled"]),
+            "disabled_reason": row["disabled_reason"],
+            "definition": found["definition"],
+            "versions": [
+                {
+                    "version": v["version"],
+                    "content_hash": v["content_hash"],
+                    "created_at": v["created_at"],
+                }
+                for v in versions
+            ],
+        }
+
+    def enable_definition(self, kind: str, name: str) -> None:
+        """Enable a skill or agent; refused while what it names is still missing."""
+        row = self._row(kind, name)
+        if kind == "skill":
+            spec = _skill(row)
+            tools = [grant.name for grant in spec.tools]
+            skills = [*spec.depends_on, *([spec.parent] if spec.parent else [])]
+        else:
+            agent = AgentSpec.model_validate(row["definition"])
+            tools, skills = agent.tools or [], agent.skills
+        missing = self._missing(tools=tools, skills=skills, also=set())
+        if missing:
+            raise DefinitionError(_missing_text(kind, name, missing, enabling=True))
+        self.store.set_catalog_enabled(kind, self.tenant, name, (True, None))
+
+    def disable_definition(self, kind: str, name: str, reason: str = "disabled by hand") -> None:
+        self._row(kind, name)
+        self.store.set_catalog_enabled(kind, self.tenant, name, (False, reason))
+
+    def remove_definition(self, kind: str, name: str) -> None:
+        """Delete a skill or agent and its versions."""
+        self._kind(kind)
+        remove = self.store.remove_skill if kind == "skill" else self.store.remove_agent
+        if not remove(self.tenant, name):
+            raise NotFound(f"no {kind} named {name!r} in tenant {self.tenant!r}")
+
+    def users_of_tool(self, name: str) -> builtins.list[str]:
+        """The enabled skills and agents that name tool ``name`` ("skill sql", ...)."""
+        users = [
+            f"skill {spec.name}"
+            for spec in self.skills()
+            if any(grant.name == name for grant in spec.tools)
+        ]
+        users += [f"agent {spec.name}" for spec in self.agents() if name in (spec.tools or [])]
+        return users
+
+    def _missing(
+        self, *, tools: Iterable[str], skills: Iterable[str], also: set[str]
+    ) -> builtins.list[str]:
+        wanted_tools = list(dict.fromkeys(tools))
+        have = self.get_many(wanted_tools) if wanted_tools else {}
+        missing = [f"tool {n!r}" for n in wanted_tools if n not in have]
+        for skill in dict.fromkeys(skills):
+            if skill not in also and self.store.get_skill(self.tenant, skill) is None:
+                missing.append(f"skill {skill!r}")
+        return missing
+
+    def _state(
+        self, kind: str, name: str, missing: builtins.list[str], allow_missing: bool
+    ) -> EnabledState | None:
+        """The flag to store: disabled when names are missing (if allowed), enabled again
+        when a definition disabled for missing names is complete now, else unchanged."""
+        if missing:
+            if not allow_missing:
+                raise DefinitionError(_missing_text(kind, name, missing))
+            return False, MISSING + ", ".join(missing)
+        get = self.store.get_skill if kind == "skill" else self.store.get_agent
+        current = get(self.tenant, name)
+        reason = current and current["disabled_reason"]
+        if current is not None and not current["enabled"] and str(reason).startswith(MISSING):
+            return True, None
+        return None
+
+    def _row(self, kind: str, name: str) -> dict[str, Any]:
+        self._kind(kind)
+        get = self.store.get_skill if kind == "skill" else self.store.get_agent
+        row = get(self.tenant, name)
+        if row is None:
+            raise NotFound(f"no {kind} named {name!r} in tenant {self.tenant!r}")
+        return row
+
+    @staticmethod
+    def _kind(kind: str) -> None:
+        if kind not in ("skill", "agent"):
+            raise UsageError(f"kind must be skill or agent, got {kind!r}")
 
     def run_stats(self, days: int = 7) -> builtins.list[dict[str, Any]]:
         """Per UTC day and agent (the router's runs under ``(router)``), over the last
@@ -120,6 +261,26 @@ class Catalog:
 
 
 _SKILL_FIELDS = set(SkillSpec.model_fields)
+#: How the reason of a definition disabled for the names it lacks begins.
+MISSING = "missing: "
+
+
+def _missing_text(kind: str, name: str, missing: list[str], *, enabling: bool = False) -> str:
+    what = ", ".join(missing)
+    if enabling:
+        return f"{kind} {name!r} cannot be enabled: this tenant has no {what}"
+    return (
+        f"{kind} {name!r} names what this tenant does not have: {what}. Register them "
+        "first, or pass --allow-missing (allow_missing=True) to register it disabled"
+    )
+
+
+def _require_enabled(kind: str, name: str, row: dict[str, Any]) -> None:
+    if not row["enabled"]:
+        raise UsageError(
+            f"{kind} {name!r} is disabled ({row['disabled_reason'] or 'no reason given'}): "
+            f"`tooldb enable {kind} {name}` enables it"
+        )
 
 
 def _skill(row: dict[str, Any]) -> SkillSpec:

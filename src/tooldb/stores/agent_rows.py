@@ -19,12 +19,15 @@ import sqlalchemy as sa
 from sqlalchemy.pool import PoolProxiedConnection
 
 from ..types import RunRecord, RunStatus
-from .schema import agents, calls, decisions, run_messages, runs, skills
+from .schema import agents, calls, catalog_versions, decisions, run_messages, runs, skills
 
 #: (seq, iteration, role, the message as JSON text)
 MessageRow = tuple[int, int, str, str]
 #: Messages of one run to append: (run_id, rows).
 RunMessages = tuple[str, Sequence[MessageRow]]
+#: A skill's or agent's flag: (enabled, why it is disabled).
+EnabledState = tuple[bool, str | None]
+_CATALOG = {"skill": skills, "agent": agents}
 
 _RUN_COLUMNS = [
     c.name for c in runs.columns if c.name not in {"data", "metadata", "owner", "lease_expires_at"}
@@ -217,9 +220,13 @@ class AgentRows:
             )
 
     # -- skills and agents -------------------------------------------------
-    def put_skill(self, tenant: str, row: dict[str, Any]) -> tuple[int, bool]:
-        """Insert or update a skill by name; returns (version, changed)."""
-        return self._put_versioned(skills, tenant, row)
+    def put_skill(
+        self, tenant: str, row: dict[str, Any], state: EnabledState | None = None
+    ) -> tuple[int, bool]:
+        """Insert or update a skill by name; returns (version, changed). ``state``
+        (enabled, reason) sets its flag; None keeps it (a new one is enabled)."""
+        definition = {k: v for k, v in row.items() if k != "content_hash"}
+        return self._put_versioned(skills, "skill", tenant, row, definition, state)
 
     def get_skill(self, tenant: str, name: str) -> dict[str, Any] | None:
         return self._get_named(skills, tenant, name)
@@ -228,10 +235,12 @@ class AgentRows:
         return self._list_named(skills, tenant)
 
     def remove_skill(self, tenant: str, name: str) -> bool:
-        return self._remove_named(skills, tenant, name)
+        return self._remove_named(skills, "skill", tenant, name)
 
-    def put_agent(self, tenant: str, row: dict[str, Any]) -> tuple[int, bool]:
-        return self._put_versioned(agents, tenant, row)
+    def put_agent(
+        self, tenant: str, row: dict[str, Any], state: EnabledState | None = None
+    ) -> tuple[int, bool]:
+        return self._put_versioned(agents, "agent", tenant, row, row["definition"], state)
 
     def get_agent(self, tenant: str, name: str) -> dict[str, Any] | None:
         return self._get_named(agents, tenant, name)
@@ -240,10 +249,45 @@ class AgentRows:
         return self._list_named(agents, tenant)
 
     def remove_agent(self, tenant: str, name: str) -> bool:
-        return self._remove_named(agents, tenant, name)
+        return self._remove_named(agents, "agent", tenant, name)
 
-    def _put_versioned(self, table: sa.Table, tenant: str, row: dict[str, Any]) -> tuple[int, bool]:
+    def set_catalog_enabled(self, kind: str, tenant: str, name: str, state: EnabledState) -> bool:
+        """Enable or disable a skill or agent (``kind``); False if there is none."""
+        table = _CATALOG[kind]
+        enabled, reason = state
+        with self._guard(), self.engine.begin() as conn:
+            result = conn.execute(
+                table.update()
+                .where(table.c.tenant == tenant, table.c.name == name)
+                .values(enabled=enabled, disabled_reason=None if enabled else reason)
+            )
+            return bool(result.rowcount)
+
+    def catalog_versions(self, kind: str, tenant: str, name: str) -> list[dict[str, Any]]:
+        """Every version of a skill or agent definition, oldest first."""
+        query = (
+            sa.select(catalog_versions)
+            .where(
+                catalog_versions.c.tenant == tenant,
+                catalog_versions.c.kind == kind,
+                catalog_versions.c.name == name,
+            )
+            .order_by(catalog_versions.c.version)
+        )
+        with self._guard(), self._reader.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    def _put_versioned(
+        self,
+        table: sa.Table,
+        kind: str,
+        tenant: str,
+        row: dict[str, Any],
+        definition: Any,
+        state: EnabledState | None,
+    ) -> tuple[int, bool]:
         now = time.time()
+        flag = {} if state is None else {"enabled": state[0], "disabled_reason": state[1]}
         with self._guard(), self.engine.begin() as conn:
             current = conn.execute(
                 sa.select(table.c.id, table.c.version, table.c.content_hash)
@@ -251,19 +295,33 @@ class AgentRows:
                 .with_for_update()
             ).first()
             if current is None:
+                version = 1
                 conn.execute(
                     table.insert().values(
-                        tenant=tenant, version=1, created_at=now, updated_at=now, **row
+                        tenant=tenant, version=1, created_at=now, updated_at=now, **row, **flag
                     )
                 )
-                return 1, True
-            if current.content_hash == row["content_hash"]:
+            elif current.content_hash == row["content_hash"]:
+                if flag:
+                    conn.execute(table.update().where(table.c.id == current.id).values(**flag))
                 return int(current.version), False
-            version = int(current.version) + 1
+            else:
+                version = int(current.version) + 1
+                conn.execute(
+                    table.update()
+                    .where(table.c.id == current.id)
+                    .values(version=version, updated_at=now, **row, **flag)
+                )
             conn.execute(
-                table.update()
-                .where(table.c.id == current.id)
-                .values(version=version, updated_at=now, **row)
+                catalog_versions.insert().values(
+                    tenant=tenant,
+                    kind=kind,
+                    name=row["name"],
+                    version=version,
+                    definition=definition,
+                    content_hash=row["content_hash"],
+                    created_at=now,
+                )
             )
             return version, True
 
@@ -278,10 +336,18 @@ class AgentRows:
         with self._guard(), self._reader.connect() as conn:
             return [dict(row._mapping) for row in conn.execute(query)]
 
-    def _remove_named(self, table: sa.Table, tenant: str, name: str) -> bool:
+    def _remove_named(self, table: sa.Table, kind: str, tenant: str, name: str) -> bool:
+        """Remove the definition and its versions."""
         with self._guard(), self.engine.begin() as conn:
             result = conn.execute(
                 table.delete().where(table.c.tenant == tenant, table.c.name == name)
+            )
+            conn.execute(
+                catalog_versions.delete().where(
+                    catalog_versions.c.tenant == tenant,
+                    catalog_versions.c.kind == kind,
+                    catalog_versions.c.name == name,
+                )
             )
             return bool(result.rowcount)
 

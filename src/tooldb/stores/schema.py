@@ -233,6 +233,8 @@ skills = sa.Table(
     sa.Column("active", sa.Boolean, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
+    sa.Column("enabled", sa.Boolean, nullable=False, server_default=sa.true()),
+    sa.Column("disabled_reason", sa.Text, nullable=True),
     sa.UniqueConstraint("tenant", "name", name="uq_skills_tenant_name"),
 )
 
@@ -248,7 +250,25 @@ agents = sa.Table(
     sa.Column("content_hash", sa.Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
+    sa.Column("enabled", sa.Boolean, nullable=False, server_default=sa.true()),
+    sa.Column("disabled_reason", sa.Text, nullable=True),
     sa.UniqueConstraint("tenant", "name", name="uq_agents_tenant_name"),
+)
+
+#: Every version of every skill and agent definition (``kind`` skill or agent): the
+#: current one is also in ``skills``/``agents``; ``tooldb show agent X --version N``.
+catalog_versions = sa.Table(
+    "catalog_versions",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("definition", Json, nullable=False),
+    sa.Column("content_hash", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("tenant", "kind", "name", "version", name="uq_catalog_versions"),
 )
 
 # -- OODA (ooda/optimize.py) --------------------------------------------------------------------
