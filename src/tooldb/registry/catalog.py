@@ -1,9 +1,10 @@
 """Skills and agent definitions in the registry (a mixin of Registry).
 
 Both are versioned by content like tools: registering an unchanged definition is
-a no-op, a changed one bumps the version. Skills name tools; a skill naming a tool
-that does not exist yet is accepted (tools may be registered later) and reported
-when an agent loads it.
+a no-op, a changed one bumps the version, and every version is kept. A definition
+naming a tool or skill the tenant lacks is refused, or with ``allow_missing``
+registered disabled with the reason; skills and agents are enabled, disabled and
+removed like tools (docs/agents.md, "Integrity and lifecycle").
 """
 
 from __future__ import annotations
