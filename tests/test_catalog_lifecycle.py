@@ -148,8 +148,9 @@ def test_the_cli_works_on_skills_and_agents_as_on_tools(store_url: str, tmp_path
     assert cli(store_url, "show", "skill", "sql", code=2)["error"]["message"].startswith(
         "no skill named 'sql'"
     )
-    assert "kind must be tool, skill or agent" in (
-        cli(store_url, "disable", "toolz", "x", code=2)["error"]["message"]
+    assert (
+        "kind must be tool, skill or agent"
+        in (cli(store_url, "disable", "toolz", "x", code=2)["error"]["message"])
     )
     text = CliRunner().invoke(app, ["--db", store_url, "show", "agent", "analyst"])
     assert text.exit_code == 0 and "disabled: missing: tool 'echo' (removed)" in text.stdout

@@ -8,7 +8,7 @@ EXPECTED = {
     "ExecutionError", "ModelError", "NotFound", "Registry", "Returns", "Settings", "StoreError",
     "ToolDBError", "ToolDisabled", "ToolKind", "ToolRecord", "ToolResult", "ToolSpec", "ToolStats",
     "ToolTimeout", "ToolVersion", "UsageError", "__version__", "normalize_parameters", "open",
-    "open_registry", "tool",
+    "open_registry", "tool", "Runtime", "use_session",
     # agents
     "Access", "AgentLoop", "AgentSpec", "FunctionModel", "Limits", "LoopContext", "Message",
     "Model", "ModelTurn", "Router", "RunRecord", "RunResult", "RunStatus", "ScriptedModel",

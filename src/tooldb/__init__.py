@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from .agents import RUNTIME, AgentLoop, Limits, Router, run_task
 from .binding import Binder, normalize_parameters
+from .binding.runtime import Runtime
+from .context import use_session
 from .decorators import tool
 from .errors import (
     ArgumentError,
@@ -112,6 +114,7 @@ __all__ = [
     "RunRecord",
     "RunResult",
     "RunStatus",
+    "Runtime",
     "ScriptedModel",
     "Selection",
     "Settings",
@@ -141,4 +144,5 @@ __all__ = [
     "open_registry",
     "run_task",
     "tool",
+    "use_session",
 ]

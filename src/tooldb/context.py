@@ -48,6 +48,25 @@ def use_access(level: str | None) -> Iterator[None]:
         _ACCESS.reset(token)
 
 
+_SESSION: ContextVar[str | None] = ContextVar("tooldb_session", default=None)
+
+
+def current_session() -> str | None:
+    """The session the caller set for the calls in progress (``use_session``), or None."""
+    return _SESSION.get()
+
+
+@contextmanager
+def use_session(session_id: str | None) -> Iterator[None]:
+    """Calls in this block belong to session ``session_id`` (tools that declare a
+    ``session_id`` runtime parameter receive it): an MCP session, a chat thread."""
+    token = _SESSION.set(session_id)
+    try:
+        yield
+    finally:
+        _SESSION.reset(token)
+
+
 def current_context() -> LoopContext | None:
     """The LoopContext of the run in progress here, or None outside a run."""
     source = _CURRENT.get()

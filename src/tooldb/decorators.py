@@ -21,6 +21,7 @@ from typing import Any, TypeVar, overload
 from jsonschema import Draft202012Validator
 
 from .binding import normalize_parameters
+from .binding.runtime import CONTEXT_FIELD, Runtime
 from .context import CONTEXT_KEY
 from .errors import DefinitionError
 from .types import LoopContext, Returns, ToolKind, ToolSpec
@@ -154,6 +155,13 @@ def _is_context_hint(hint: Any) -> bool:
     )
 
 
+def _runtime_marker(hint: Any) -> Runtime | None:
+    """The ``Runtime(...)`` of an ``Annotated[T, Runtime(...)]`` hint, if any."""
+    if typing.get_origin(hint) is not typing.Annotated:
+        return None
+    return next((m for m in hint.__metadata__ if isinstance(m, Runtime)), None)
+
+
 def context_parameter(hints: dict[str, Any]) -> str | None:
     """The parameter annotated ``LoopContext`` (or ``LoopContext | None``), if any."""
     names = [name for name, hint in hints.items() if name != "return" and _is_context_hint(hint)]
@@ -184,6 +192,9 @@ def _parameters_schema(
         except DefinitionError as exc:
             raise DefinitionError(f"parameter {param.name!r}: {exc}") from None
         _hoist_defs(schema, defs)
+        runtime = _runtime_marker(hints.get(param.name))
+        if runtime is not None:  # filled by the runtime, hidden from the model
+            schema[CONTEXT_FIELD] = runtime.field
         if param.name in docs and "description" not in schema:
             schema["description"] = docs[param.name]
         if param.default is param.empty:

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..binding.runtime import visible_schema
 from ..models.base import ToolSchema
 from ..types import LoopContext, ToolRecord, ToolResult
 
@@ -65,7 +66,9 @@ class Toolbox:
             self.records[name] = tool
             # the spec was validated when it was stored: no need to validate it again
             self.offered[name] = ToolSchema.model_construct(
-                name=name, description=tool.spec.description, parameters=tool.spec.parameters
+                name=name,
+                description=tool.spec.description,
+                parameters=visible_schema(tool.spec.parameters),
             )
             added.append(name)
         if added:

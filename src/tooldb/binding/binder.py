@@ -27,6 +27,7 @@ from jsonschema.exceptions import ValidationError
 
 from ..errors import ArgumentError
 from .flat import compile_flat
+from .runtime import fill_runtime, runtime_parameters
 from .schema import _described, _shown, _trim, _validator
 
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,4000}")
@@ -54,6 +55,9 @@ class Binder:
         self.closed = schema.get("additionalProperties", True) is False
         self._validator = _validator(schema)
         self._certainly_valid = compile_flat(schema)
+        #: (parameter, field) the runtime fills (binding/runtime.py)
+        self.runtime = runtime_parameters(schema)
+        self._required = set(schema.get("required", ()))
         #: (name, default, whether each use needs a copy): defaults filled in per call
         self._defaults = [
             (name, prop["default"], type(prop["default"]) not in _IMMUTABLE)
@@ -61,9 +65,17 @@ class Binder:
             if isinstance(prop, dict) and "default" in prop
         ]
 
-    def bind(self, raw: Any) -> dict[str, Any]:
-        """Return completed keyword arguments, or raise ArgumentError naming every problem."""
+    def bind(
+        self, raw: Any, tenant: str | None = None, run_id: str | None = None
+    ) -> dict[str, Any]:
+        """Return completed keyword arguments, or raise ArgumentError naming every problem.
+        Parameters the runtime fills get their values here (``tenant`` and ``run_id``:
+        the caller's, when no agent run's LoopContext is current)."""
         arguments = self._parse(raw)
+        if self.runtime:
+            unfilled = fill_runtime(arguments, self.runtime, self._required, tenant, run_id)
+            if unfilled is not None:
+                self._fail([_Problem(unfilled)])
         problems = self._unknown(arguments)
         arguments = {name: self._coerce(name, value) for name, value in arguments.items()}
         for name, default, mutable in self._defaults:

@@ -212,6 +212,9 @@ def _alias(kind: str, where: str) -> dict[str, Any]:
 
 def _check_consistent(schema: dict[str, Any], repairs: list[str] | None = None) -> None:
     """What is valid JSON Schema yet can never bind: a definition error, not a call error."""
+    from .runtime import runtime_parameters  # runtime imports this module's neighbours
+
+    runtime_parameters(schema)  # an unknown x-tooldb-context field
     properties = schema["properties"]
     if schema["additionalProperties"] is False:
         undeclared = [n for n in schema.get("required", []) if n not in properties]

@@ -25,6 +25,8 @@ from contextlib import contextmanager
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..binding.runtime import visible_schema
+from ..context import use_session
 from ..errors import ArgumentError, NotFound, ToolDisabled, UsageError
 from ..types import ToolRecord, ToolResult
 from .sessions import SDK_HINT
@@ -189,7 +191,7 @@ class SelectionTools:
                     "description": spec.description,
                     "category": candidate.category,
                     "score": round(candidate.final, 4),
-                    "parameters": spec.parameters,
+                    "parameters": visible_schema(spec.parameters),
                 }
             )
         document: dict[str, Any] = {
@@ -234,7 +236,7 @@ def mcp_tool(tool: ToolRecord) -> Tool:
     return Tool(
         name=tool.name,
         description=tool.spec.description or None,
-        input_schema=tool.spec.parameters,
+        input_schema=visible_schema(tool.spec.parameters),
     )
 
 
@@ -268,10 +270,18 @@ def build_server(source: ToolSource) -> Server[Any]:
         with _internal_errors_hidden():
             return ListToolsResult(tools=await anyio.to_thread.run_sync(source.list_tools))
 
-    async def on_call_tool(_ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+    async def on_call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
         arguments = dict(params.arguments or {})
+        # One MCP connection is one session for tools that take a session_id.
+        session = getattr(ctx, "session", None)
+        session_id = f"mcp-{id(session):x}" if session is not None else None
+
+        def call() -> CallToolResult:
+            with use_session(session_id):
+                return source.call_tool(params.name, arguments)
+
         with _internal_errors_hidden():
-            return await anyio.to_thread.run_sync(source.call_tool, params.name, arguments)
+            return await anyio.to_thread.run_sync(call)
 
     return Server(
         "tooldb",

@@ -50,7 +50,7 @@ class CallPath:
         """Resolve an enabled tool and validate arguments (raises NotFound, ToolDisabled,
         ArgumentError)."""
         tool, binder = self._resolve(name)
-        return BoundCall(tool=tool, arguments=binder.bind(arguments))
+        return BoundCall(tool=tool, arguments=binder.bind(arguments, self.tenant))
 
     def call(
         self,
@@ -198,7 +198,7 @@ class CallPath:
     ) -> BoundCall:
         tool, binder = self._resolve(name)
         try:
-            return BoundCall(tool=tool, arguments=binder.bind(arguments))
+            return BoundCall(tool=tool, arguments=binder.bind(arguments, self.tenant, run_id))
         except ArgumentError as exc:
             rejected = Outcome(ToolResult.failure(str(exc)), ErrorKind.ARGUMENTS, time.time())
             if held is not None:  # in order with the records held before it
