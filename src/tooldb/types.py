@@ -406,10 +406,36 @@ class Access(StrEnum):
 
 
 class SkillTool(BaseModel):
+    """A tool a skill unlocks: the access it grants, its order among the skill's tools
+    (higher ``priority`` first) and configuration the skill gives it."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     access: Access = Access.EXECUTE
+    priority: int = 0
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class SkillAssignment(BaseModel):
+    """A skill as an agent holds it: its priority (higher first in the agent's skill
+    index) and configuration (given to the agent when it loads the skill)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    priority: int = 0
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+def _assignments(entries: Any) -> tuple[list[str], list[dict[str, Any]]] | None:
+    """``skills: [name | {name, priority, config}]`` as (names by priority, then as
+    written; every entry as a mapping), or None when there is nothing to convert."""
+    if not isinstance(entries, list) or not any(isinstance(e, dict) for e in entries):
+        return None
+    rows = [e if isinstance(e, dict) else {"name": e} for e in entries]
+    order = sorted(range(len(rows)), key=lambda i: (-int(rows[i].get("priority") or 0), i))
+    return [str(rows[i].get("name")) for i in order], [rows[i] for i in order]
 
 
 class SkillSpec(BaseModel):
@@ -423,9 +449,27 @@ class SkillSpec(BaseModel):
     instructions: str = ""
     parent: str | None = None
     depends_on: list[str] = Field(default_factory=list)
+    #: Dependencies loaded when registered, skipped (not an error) when not.
+    optional_dependencies: list[str] = Field(default_factory=list)
     tools: list[SkillTool] = Field(default_factory=list)
     active: bool = True
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _optional_dependencies(cls, data: Any) -> Any:
+        """``depends_on: [name | {name, optional: true}]``: optional ones apart."""
+        if isinstance(data, dict) and isinstance(data.get("depends_on"), list):
+            entries = data["depends_on"]
+            if any(isinstance(e, dict) for e in entries):
+                required = [e if isinstance(e, str) else e.get("name") for e in entries
+                            if isinstance(e, str) or not e.get("optional")]  # fmt: skip
+                optional = [e.get("name") for e in entries
+                            if isinstance(e, dict) and e.get("optional")]  # fmt: skip
+                known = list(data.get("optional_dependencies") or [])
+                data = {**data, "depends_on": required,
+                        "optional_dependencies": known + optional}  # fmt: skip
+        return data
 
     @field_validator("name")
     @classmethod
@@ -454,7 +498,10 @@ class AgentSpec(BaseModel):
     description: str = ""
     instructions: str = ""
     model: str | None = None
+    #: Skill names, highest priority first (``skills: [name | {name, priority, config}]``).
     skills: list[str] = Field(default_factory=list)
+    #: The skills as assigned, with priority and configuration, in the order of ``skills``.
+    skill_assignments: list[SkillAssignment] = Field(default_factory=list)
     tools: list[str] | None = None
     #: Offer ``search_tools`` (selection over the whole registry) to find more tools.
     search_tools: bool = False
@@ -466,6 +513,20 @@ class AgentSpec(BaseModel):
     #: and callers can delegate to it (agents/orchestrate.py).
     as_tool: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _skill_assignments(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            converted = _assignments(data.get("skills"))
+            if converted is not None:
+                names, rows = converted
+                data = {**data, "skills": names, "skill_assignments": rows}
+        return data
+
+    def skill_config(self, skill: str) -> dict[str, Any]:
+        """The configuration this agent gives ``skill`` ({} if none)."""
+        return next((a.config for a in self.skill_assignments if a.name == skill), {})
 
     @field_validator("name")
     @classmethod

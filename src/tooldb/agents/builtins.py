@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFound, UsageError
@@ -84,8 +86,11 @@ def load_skill(run: _Run, available: dict[str, SkillSpec]) -> Builtin:
         lines: list[str] = []
         missing: list[str] = []
         added: list[str] = []
+        configured: list[str] = []
         for skill in order:
-            for grant in skill.tools:
+            for grant in sorted(skill.tools, key=lambda g: -g.priority):
+                if grant.config:
+                    configured.append(f"{grant.name}: {json.dumps(grant.config)}")
                 new = run.toolbox.add_tools([grant.name], grant.access.value)
                 added.extend(new)
                 if grant.name not in run.toolbox.offered:
@@ -108,7 +113,13 @@ def load_skill(run: _Run, available: dict[str, SkillSpec]) -> Builtin:
             text += "\n\nTools available from your next turn: " + ", ".join(granted)
         if missing:
             text += "\n\nNot available (not registered or disabled): " + ", ".join(missing)
-        return ToolResult(success=True, output=text, data={"skill": name, "tools": added})
+        config = _assigned_config(run, context.agent, name)
+        if config:
+            text += f"\n\nYour configuration of this skill: {json.dumps(config)}"
+        if configured:
+            text += "\n\nTool configuration: " + "; ".join(configured)
+        return ToolResult(success=True, output=text, data={"skill": name, "tools": added,
+                                                           "config": config})  # fmt: skip
 
     return Builtin(
         ToolSchema(
@@ -123,6 +134,16 @@ def load_skill(run: _Run, available: dict[str, SkillSpec]) -> Builtin:
         ),
         execute,
     )
+
+
+def _assigned_config(run: _Run, agent: str | None, skill: str) -> dict[str, Any]:
+    """The configuration the running agent's definition gives ``skill``, if any."""
+    if agent is None:
+        return {}
+    try:
+        return run.registry.agent_definition(agent).skill_config(skill)
+    except NotFound:  # an AgentLoop built in code, not from a registered agent
+        return {}
 
 
 def _with_dependencies(name: str, run: _Run) -> list[SkillSpec]:
@@ -142,6 +163,9 @@ def _with_dependencies(name: str, run: _Run) -> list[SkillSpec]:
             ) from None
         for dependency in skill.depends_on:
             visit(dependency, (*chain, skill_name))
+        for optional in skill.optional_dependencies:  # loaded when there, else skipped
+            with contextlib.suppress(NotFound, UsageError):
+                visit(optional, (*chain, skill_name))
         seen.add(skill_name)
         order.append(skill)
 

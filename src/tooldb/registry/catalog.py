@@ -132,6 +132,7 @@ class Catalog:
         versions = self.store.catalog_versions(kind, self.tenant, name)
         shown = row["version"] if version is None else version
         found = next((v for v in versions if v["version"] == shown), None)
+        drop = {"tenant", "agent"} if kind == "agent" else {"tenant", "skill"}
         if found is None:
             raise NotFound(f"{kind} {name!r} has no version {shown}")
         return {
@@ -142,6 +143,11 @@ class Catalog:
             "enabled": bool(row["enabled"]),
             "disabled_reason": row["disabled_reason"],
             "definition": found["definition"],
+            # the current version's assignments, as rows: skills (of an agent) or tools
+            "assigned": [
+                {k: v for k, v in link.items() if k not in drop}
+                for link in self.store.catalog_links(kind, self.tenant, name)
+            ],
             "versions": [
                 {
                     "version": v["version"],

@@ -19,7 +19,17 @@ import sqlalchemy as sa
 from sqlalchemy.pool import PoolProxiedConnection
 
 from ..types import RunRecord, RunStatus
-from .schema import agents, calls, catalog_versions, decisions, run_messages, runs, skills
+from .schema import (
+    agent_skills,
+    agents,
+    calls,
+    catalog_versions,
+    decisions,
+    run_messages,
+    runs,
+    skill_tools,
+    skills,
+)
 
 #: (seq, iteration, role, the message as JSON text)
 MessageRow = tuple[int, int, str, str]
@@ -28,6 +38,8 @@ RunMessages = tuple[str, Sequence[MessageRow]]
 #: A skill's or agent's flag: (enabled, why it is disabled).
 EnabledState = tuple[bool, str | None]
 _CATALOG = {"skill": skills, "agent": agents}
+#: The assignment rows of each kind: (table, the column naming the owner).
+_LINKS = {"skill": (skill_tools, "skill"), "agent": (agent_skills, "agent")}
 
 _RUN_COLUMNS = [
     c.name for c in runs.columns if c.name not in {"data", "metadata", "owner", "lease_expires_at"}
@@ -312,6 +324,7 @@ class AgentRows:
                     .where(table.c.id == current.id)
                     .values(version=version, updated_at=now, **row, **flag)
                 )
+            _write_links(conn, kind, tenant, row["name"], definition)
             conn.execute(
                 catalog_versions.insert().values(
                     tenant=tenant,
@@ -336,12 +349,24 @@ class AgentRows:
         with self._guard(), self._reader.connect() as conn:
             return [dict(row._mapping) for row in conn.execute(query)]
 
+    def catalog_links(self, kind: str, tenant: str, name: str) -> list[dict[str, Any]]:
+        """An agent's skills or a skill's tools as stored rows, in their order."""
+        table, owner = _LINKS[kind]
+        query = (
+            sa.select(table)
+            .where(table.c.tenant == tenant, table.c[owner] == name)
+            .order_by(table.c.position)
+        )
+        with self._guard(), self._reader.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
     def _remove_named(self, table: sa.Table, kind: str, tenant: str, name: str) -> bool:
-        """Remove the definition and its versions."""
+        """Remove the definition, its versions and its assignment rows."""
         with self._guard(), self.engine.begin() as conn:
             result = conn.execute(
                 table.delete().where(table.c.tenant == tenant, table.c.name == name)
             )
+            _write_links(conn, kind, tenant, name, None)
             conn.execute(
                 catalog_versions.delete().where(
                     catalog_versions.c.tenant == tenant,
@@ -392,6 +417,32 @@ def message_writer(dialect: str, messages: RunMessages) -> Callable[[Any], objec
     values = [(run_id, seq, iteration, role, text, now) for seq, iteration, role, text in rows]
     sql = _INSERT_MESSAGE[dialect]
     return lambda cursor: cursor.executemany(sql, values)
+
+
+def _write_links(conn: sa.Connection, kind: str, tenant: str, name: str, definition: Any) -> None:
+    """Replace the assignment rows of a definition (None: remove them)."""
+    table, owner = _LINKS[kind]
+    conn.execute(table.delete().where(table.c.tenant == tenant, table.c[owner] == name))
+    if definition is None:
+        return
+    if kind == "skill":
+        rows = [
+            {"tool": t["name"], "access": t.get("access", "execute"),
+             "priority": t.get("priority", 0), "config": t.get("config", {})}
+            for t in definition.get("tools", [])
+        ]  # fmt: skip
+    else:
+        held = {a["name"]: a for a in definition.get("skill_assignments") or []}
+        rows = [
+            {"skill": skill, "priority": held.get(skill, {}).get("priority", 0),
+             "config": held.get(skill, {}).get("config", {})}
+            for skill in definition.get("skills", [])
+        ]  # fmt: skip
+    if rows:
+        conn.execute(
+            table.insert(),
+            [{**r, "tenant": tenant, owner: name, "position": i} for i, r in enumerate(rows)],
+        )
 
 
 def _json(value: Any) -> Any:

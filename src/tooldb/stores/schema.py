@@ -226,6 +226,7 @@ skills = sa.Table(
     sa.Column("instructions", sa.Text, nullable=False),
     sa.Column("parent", sa.Text, nullable=True),
     sa.Column("depends_on", Json, nullable=False),
+    sa.Column("optional_dependencies", Json, nullable=False, server_default=sa.text("'[]'")),
     sa.Column("tools", Json, nullable=False),
     sa.Column("metadata", Json, nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
@@ -269,6 +270,32 @@ catalog_versions = sa.Table(
     sa.Column("content_hash", sa.Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.UniqueConstraint("tenant", "kind", "name", "version", name="uq_catalog_versions"),
+)
+
+#: An agent's skills as rows (position, priority, configuration): what uses a skill.
+agent_skills = sa.Table(
+    "agent_skills",
+    metadata,
+    sa.Column("tenant", sa.Text, primary_key=True),
+    sa.Column("agent", sa.Text, primary_key=True),
+    sa.Column("skill", sa.Text, primary_key=True),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("priority", sa.Integer, nullable=False),
+    sa.Column("config", Json, nullable=False),
+)
+
+#: A skill's tools as rows (position, access granted, priority, configuration).
+skill_tools = sa.Table(
+    "skill_tools",
+    metadata,
+    sa.Column("tenant", sa.Text, primary_key=True),
+    sa.Column("skill", sa.Text, primary_key=True),
+    sa.Column("tool", sa.Text, primary_key=True),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("access", sa.Text, nullable=False),
+    sa.Column("priority", sa.Integer, nullable=False),
+    sa.Column("config", Json, nullable=False),
+    sa.Index("ix_skill_tools_tool", "tenant", "tool"),
 )
 
 # -- OODA (ooda/optimize.py) --------------------------------------------------------------------
