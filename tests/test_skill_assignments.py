@@ -110,4 +110,9 @@ def test_show_agent_prints_the_assignments(reg: Registry, store_url: str, tmp_pa
     document = json.loads(result.stdout)
     assert document["definition"]["skills"] == ["text", "sql", "math"]
     config = {"dialect": "sqlite", "row_cap": 50}
-    assert document["assigned"][1] == {"skill": "sql", "position": 1, "priority": 2, "config": config}
+    assert document["assigned"][1] == {
+        "skill": "sql",
+        "position": 1,
+        "priority": 2,
+        "config": config,
+    }
