@@ -73,6 +73,39 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
         ["src/tooldb/agents/limits.py", "src/tooldb/agents/loop.py"],
         ["tests/test_agent_loop.py"],
     ),
+    # boundaries added by issue 20 (hardening) and issue 28
+    "sql_tenancy": (
+        ["src/tooldb/executors/sql_tenancy.py", "src/tooldb/stores/tenant_scope.py"],
+        [
+            "tests/security/test_sql_tenant_isolation.py",
+            "tests/security/test_sql_least_privilege.py",
+        ],
+    ),
+    "sandbox_policy": (
+        ["src/tooldb/executors/bwrap.py", "src/tooldb/executors/script_java.py"],
+        [
+            "tests/test_script_tools.py",
+            "tests/security/test_script_sandbox.py",
+            "tests/test_script_java.py",
+        ],
+    ),
+    "mcp_guard": (
+        ["src/tooldb/executors/mcp_guard.py"],
+        ["tests/security/test_mcp_http_hosts.py", "tests/security/test_mcp_imports_and_sizes.py"],
+    ),
+    "runtime_context": (
+        ["src/tooldb/binding/runtime.py"],
+        ["tests/test_runtime_context.py", "tests/test_binding.py"],
+    ),
+    "catalog_integrity": (
+        ["src/tooldb/registry/catalog.py", "src/tooldb/ooda/leader.py"],
+        [
+            "tests/test_catalog_lifecycle.py",
+            "tests/test_skill_assignments.py",
+            "tests/test_run_stats.py",
+            "tests/test_ooda_schedule.py",
+        ],
+    ),
 }
 
 #: Survivors accepted as equivalent: (file, the mutated line as mutmut writes it,
