@@ -4,8 +4,9 @@ over medspaCy's published English lexicon, without spaCy.
 Why not medspaCy itself: it imports medspacy_quickumls, which pins numpy 1.26, and the
 project keeps numpy 2 (``pip install --dry-run medspacy`` downgrades it). So this module
 runs the same algorithm on the same rules (``data/context_rules.json``, copied from
-medspaCy 1.3.1, MIT licence in data/context_rules.LICENSE.md) plus a short list of additions for therapy
-notes (``EXTRA_RULES``), each a generic clinical trigger, not a sentence of ours.
+medspaCy 1.3.1; its MIT licence is data/context_rules.LICENSE.md) plus a short list of
+additions for therapy notes (``EXTRA_RULES``), each a generic clinical trigger, not a
+sentence of ours.
 
 The algorithm, as medspaCy implements it:
 

@@ -114,7 +114,7 @@ def validate_schema(extraction: dict[str, Any], ctx: LoopContext | None = None) 
     the last extraction validated is kept if the run stops early.
 
     Args:
-        extraction: The extraction object (or its JSON text).
+        extraction: The extraction object.
     """
     parsed = parse_extraction(extraction)
     if ctx is not None:
@@ -227,7 +227,7 @@ def score_confidence(
     lower of the two); low_confidence lists the fields under 0.5 to revisit.
 
     Args:
-        extraction: The extraction object (or its JSON text).
+        extraction: The extraction object.
         source_text: The note the extraction was made from.
     """
     parsed = parse_extraction(extraction)
