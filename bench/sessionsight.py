@@ -7,7 +7,7 @@
 - ``lookup_diagnosis_code``: top-1 accuracy on data/diagnosis_phrases.jsonl (a phrase is
   right when the first code is one of its accepted codes).
 
-    python bench/sessionsight.py [--errors]
+    python bench/sessionsight.py [--errors] [--published-only]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from tooldb.packs.sessionsight import context_rules
 from tooldb.packs.sessionsight.codes import lookup
 from tooldb.packs.sessionsight.risk import assess
 
@@ -84,7 +85,15 @@ def codes_table(items: list[dict[str, object]], errors: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--errors", action="store_true", help="list every wrong item")
+    parser.add_argument(
+        "--published-only",
+        action="store_true",
+        help="medspaCy's lexicon alone, without the pack's additions (EXTRA_RULES)",
+    )
     args = parser.parse_args()
+    if args.published_only:
+        context_rules.EXTRA_RULES.clear()
+        context_rules.rules.cache_clear()
     sentences = load("risk_sentences.jsonl")
     for mode in ("categories", "terms"):
         status_table(sentences, mode, args.errors)

@@ -127,7 +127,9 @@ def extract(
         }
     findings = assess(row["note"])["findings"]
     reasons += _guard_risk(extraction, category_status(findings))
-    scored = score(extraction, row["note"])
+    # The session's record is evidence too (its id and date are not always in the note).
+    record = f"Session {session_id}, {row['session_date']}, patient {row['patient_id']}."
+    scored = score(extraction, f"{record}\n{row['note']}")
     extraction = apply_scores(extraction, scored)
     check = validate(extraction)
     done = completed_sections(extraction)
