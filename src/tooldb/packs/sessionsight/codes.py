@@ -18,8 +18,6 @@ from collections import Counter, defaultdict
 from functools import cache
 from typing import Any
 
-import simple_icd_10_cm as icd
-
 from ...decorators import tool
 from ...errors import UsageError
 
@@ -80,8 +78,21 @@ def normalise(text: str) -> list[str]:
 
 
 @cache
+def _icd() -> Any:
+    """The code set, imported on first use: a missing extra is a clear error."""
+    try:
+        import simple_icd_10_cm
+    except ModuleNotFoundError:
+        raise UsageError(
+            "lookup_diagnosis_code needs the ICD-10-CM code set: pip install 'tooldb[clinical]'"
+        ) from None
+    return simple_icd_10_cm
+
+
+@cache
 def _index() -> tuple[dict[str, tuple[str, ...]], dict[str, float], dict[str, list[str]]]:
     """Billable codes' normalised titles, each word's idf, and word -> codes."""
+    icd = _icd()
     titles: dict[str, tuple[str, ...]] = {}
     postings: dict[str, list[str]] = defaultdict(list)
     for code in icd.get_all_codes(with_dots=True):
@@ -131,6 +142,7 @@ def lookup(text: str) -> dict[str, Any]:
     for word in normalise(expanded):
         words.extend(normalise(ABBREVIATIONS[word]) if word in ABBREVIATIONS else [word])
     ranked = _rank(words)
+    icd = _icd()
     candidates = [
         {"code": code, "title": icd.get_description(code), "score": round(coverage, 3)}
         for coverage, _, _, code in ranked[:5]
