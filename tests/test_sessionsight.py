@@ -198,5 +198,7 @@ def test_bad_input_is_a_clear_error(installed: str) -> None:
 def test_extractor_without_a_model_says_so(installed: str) -> None:
     code, out = cli(installed, "sessionsight", "extract", "P01-S1")
     assert code == 2 and "needs a model" in out
+    code, out = cli(installed, "run", "extract P01-S1", "--agent", "sessionsight_extractor")
+    assert code == 2 and "agent 'sessionsight_extractor' needs a model" in out  # not routed
     code, out = cli(installed, "sessionsight", "extract", "P01-S99", "--model", "test:none")
     assert code != 0 and "no session 'P01-S99'" in out

@@ -7,11 +7,13 @@ shows a session extracted, the partial result at the tool-call limit and a cited
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ...errors import UsageError
 from .. import PackReport, default_database, register_contents
-from . import store
+from . import codes, store
 
 if TYPE_CHECKING:
     from ...registry import Registry
@@ -35,6 +37,8 @@ def install(registry: Registry, database_url: str | None) -> PackReport:
     tenant when it has none, and register the tools, the skill and the three agents."""
     url = database_url or default_database("sessionsight")
     store.prepare(url, registry.tenant)
+    with contextlib.suppress(UsageError):  # without the clinical extra: the tool says so
+        codes.billable()  # the ICD-10-CM table, parsed once (slow) and kept beside the data
     return register_contents(
         registry,
         "sessionsight",

@@ -12,14 +12,18 @@ null with the closest candidates, for the model or the clinician to choose.
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
 from collections import Counter, defaultdict
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from ...decorators import tool
 from ...errors import UsageError
+from ...settings import default_data_dir
 
 #: Clinical abbreviations and the DSM-5-TR names whose ICD-10-CM title differs.
 ABBREVIATIONS: dict[str, str] = {
@@ -77,29 +81,48 @@ def normalise(text: str) -> list[str]:
     return [_stem(word) for word in re.findall(r"[a-z0-9]+", text.replace("-", " "))]
 
 
+def _cache_file() -> Path:
+    from importlib.metadata import version
+
+    return default_data_dir() / "packs" / f"icd10cm-{version('simple-icd-10-cm')}.json"
+
+
 @cache
-def _icd() -> Any:
-    """The code set, imported on first use: a missing extra is a clear error."""
+def billable() -> dict[str, str]:
+    """Billable code -> its title. Importing ``simple_icd_10_cm`` parses
+    its XML (about 10 s here), so the table is kept in a JSON file beside the pack's
+    database, written once per library version (at install) and read in well under 1 s."""
     try:
-        import simple_icd_10_cm
-    except ModuleNotFoundError:
+        path = _cache_file()
+    except ModuleNotFoundError:  # importlib.metadata's PackageNotFoundError
         raise UsageError(
             "lookup_diagnosis_code needs the ICD-10-CM code set: pip install 'tooldb[clinical]'"
         ) from None
-    return simple_icd_10_cm
+    if path.is_file():
+        loaded: dict[str, str] = json.loads(path.read_text(encoding="utf-8"))
+        return loaded
+    import simple_icd_10_cm as icd
+
+    table = {
+        code: icd.get_description(code)
+        for code in icd.get_all_codes(with_dots=True)
+        if icd.is_leaf(code)
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps(table), encoding="utf-8")
+    partial.replace(path)  # atomic: a concurrent reader never sees half a file
+    return table
 
 
 @cache
 def _index() -> tuple[dict[str, tuple[str, ...]], dict[str, float], dict[str, list[str]]]:
     """Billable codes' normalised titles, each word's idf, and word -> codes."""
-    icd = _icd()
     titles: dict[str, tuple[str, ...]] = {}
     postings: dict[str, list[str]] = defaultdict(list)
-    for code in icd.get_all_codes(with_dots=True):
-        if not icd.is_leaf(code):
-            continue
-        words = tuple(normalise(icd.get_description(code)))
-        titles[code] = words
+    for code, title in billable().items():
+        words = normalise(title)
+        titles[code] = tuple(words)
         for word in set(words):
             postings[word].append(code)
     total = len(titles)
@@ -142,9 +165,9 @@ def lookup(text: str) -> dict[str, Any]:
     for word in normalise(expanded):
         words.extend(normalise(ABBREVIATIONS[word]) if word in ABBREVIATIONS else [word])
     ranked = _rank(words)
-    icd = _icd()
+    table = billable()
     candidates = [
-        {"code": code, "title": icd.get_description(code), "score": round(coverage, 3)}
+        {"code": code, "title": table[code], "score": round(coverage, 3)}
         for coverage, _, _, code in ranked[:5]
     ]
     best = ranked[0] if ranked else None
@@ -153,13 +176,13 @@ def lookup(text: str) -> dict[str, Any]:
     return {
         "query": text,
         "code": best[3],
-        "title": icd.get_description(best[3]),
+        "title": table[best[3]],
         "score": round(best[0], 3),
         "candidates": candidates[1:],
     }
 
 
-@tool(category="clinical")
+@tool(category="clinical", timeout_s=120)
 def lookup_diagnosis_code(text: str) -> dict[str, Any]:
     """Map a diagnosis name or abbreviation to its ICD-10-CM code and official title.
 
