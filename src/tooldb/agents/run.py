@@ -25,19 +25,11 @@ def run_task(
     k: int = 5,
 ) -> RunResult:
     """Run ``task``: with ``model`` (or the agent's, or the ``model`` setting) the LLM
-    tool-calling loop, otherwise the router (unless the agent's metadata says
-    ``requires_model``: its work cannot be routed). Never raises for what the model or a tool
+    tool-calling loop, otherwise the router. Never raises for what the model or a tool
     does; raises for the caller's mistakes (unknown agent, model provider or tool)."""
     spec = registry.agent(agent) if isinstance(agent, str) else agent
     chosen: str | Model | None = model or (spec.model if spec else None) or registry.settings.model
     if not chosen:
-        if spec is not None and spec.metadata.get("requires_model"):
-            from ..errors import UsageError
-
-            raise UsageError(
-                f"agent {spec.name!r} needs a model: pass --model provider:model "
-                "(or set the `model` setting)"
-            )
         names = _router_names(registry, spec)
         return Router(registry, k=k, names=names).run(task, agent=spec.name if spec else None)
     resolved = load_model(chosen, registry.settings) if isinstance(chosen, str) else chosen

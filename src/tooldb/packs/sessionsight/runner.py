@@ -52,6 +52,8 @@ NEEDS_MODEL = (
     "setting); without one, the deterministic tools still work, e.g. "
     '`tooldb call check_risk_keywords --args \'{{"text": "Denies SI/HI."}}\'`'
 )
+#: The agents' ``model``: the caller's model, never the router (agents/run.py).
+INHERIT = "inherit"
 _SESSION_ID = re.compile(r"\b[A-Za-z0-9]+-S\d+\b")
 
 
@@ -69,7 +71,8 @@ def database(registry: Registry) -> str:
 
 
 def _model(registry: Registry, agent: str, model: str | Model | None) -> str | Model:
-    chosen = model or registry.agent(agent).model or registry.settings.model
+    own = registry.agent(agent).model
+    chosen = model or (own if own != INHERIT else None) or registry.settings.model
     if not chosen:
         raise UsageError(NEEDS_MODEL.format(agent=agent))
     return chosen
