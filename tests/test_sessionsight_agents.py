@@ -113,6 +113,17 @@ def test_affirmed_risk_is_flagged_whatever_the_model_says(clinic: Registry) -> N
     assert {f["category"] for f in result["risk_findings"]} >= {"suicidal_ideation"}
 
 
+def test_a_risk_the_model_affirms_is_flagged_even_where_context_does_not(
+    clinic: Registry,
+) -> None:
+    cautious = json.loads(json.dumps(FULL))
+    cautious["risk"]["self_harm"] = {"value": "affirmed", "confidence": 0.6}
+    result = extract(clinic, "P01-S3", model=ScriptedModel([json.dumps(cautious)]))
+    assert result["requires_review"] is True
+    assert result["review_reasons"] == ["the extraction marks self harm affirmed"]
+    assert result["extraction"]["risk"]["self_harm"]["value"] == "affirmed"
+
+
 def test_tool_call_limit_returns_the_partial_extraction_with_its_sections(
     clinic: Registry,
 ) -> None:

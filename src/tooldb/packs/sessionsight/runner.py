@@ -172,7 +172,8 @@ def _ran(result: RunResult) -> int:
 
 def _guard_risk(extraction: dict[str, Any], found: dict[str, str]) -> list[str]:
     """Put ConText's status in the risk section where the note affirms (or suggests) a
-    risk the model did not; the reasons for review, one per such finding."""
+    risk the model did not; the reasons for review: one per risk affirmed or possible by
+    ConText or by the model (a flag is never lowered, only raised)."""
     risk = extraction.setdefault("risk", {})
     if not isinstance(risk, dict):
         risk = extraction["risk"] = {}
@@ -180,6 +181,8 @@ def _guard_risk(extraction: dict[str, Any], found: dict[str, str]) -> list[str]:
     for category in RISK_FIELDS:
         status = found.get(category)
         said = risk.get(category, {}).get("value") if isinstance(risk.get(category), dict) else None
+        if said in ("affirmed", "possible") and status not in ("affirmed", "possible"):
+            reasons.append(f"the extraction marks {category.replace('_', ' ')} {said}")
         if status is None:
             if said is None:
                 risk[category] = {"value": "not_assessed", "confidence": 0.9}
