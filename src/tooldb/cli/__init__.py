@@ -10,6 +10,7 @@ from __future__ import annotations
 # The command groups register their commands on import, in the order `--help` lists them.
 # isort: off
 from . import tools, mcp, agents, ooda, selection, trace, packs  # noqa: F401
+from . import sessionsight  # noqa: F401  (the sessionsight pack's agents)
 
 # isort: on
 from .app import app, main
