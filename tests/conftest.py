@@ -39,6 +39,7 @@ def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         "TOOLDB_HTTP_TIMEOUT",
         "TOOLDB_HTTP_MAX_RESPONSE_BYTES",
         "TOOLDB_SCRIPT_FORKSERVER",
+        "TOOLDB_WORKSPACE",
     ):
         monkeypatch.delenv(name, raising=False)
     # The bundled MiniLM is exercised by test_embedders; elsewhere a model-free embedder
@@ -68,7 +69,7 @@ def _truncate_postgres(url: str) -> None:
         conn.execute(
             "TRUNCATE tools, tool_versions, calls, tool_search, tenant_state, decisions,"
             " runs, run_messages, skills, agents,"
-            " tool_stats_history, ooda_cycles, ooda_acts, ooda_locks"
+            " tool_stats_history, ooda_cycles, ooda_acts, ooda_locks, memories, run_plans"
             " RESTART IDENTITY CASCADE"
         )
 

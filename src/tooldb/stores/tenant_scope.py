@@ -47,6 +47,8 @@ SCOPES: dict[str, str] = {
     "ooda_cycles": "tenant = {tenant}",
     "ooda_acts": "tenant = {tenant}",
     "ooda_locks": "tenant = {tenant}",
+    "memories": "tenant = {tenant}",
+    "run_plans": "tenant = {tenant}",
 }
 
 TENANT_SETTING = "tooldb.tenant"
