@@ -281,3 +281,26 @@ def test_render_chart(builtins: Registry, workspace: Path) -> None:
     assert "'path'" in refused(
         builtins, "render_chart", {"spec": spec, "rows": rows, "path": "../c"}
     )
+
+
+def test_doctor_shows_enabled_groups_and_the_workspace_root(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from tooldb.cli import app
+
+    monkeypatch.setenv("TOOLDB_WORKSPACE", str(tmp_path / "ws-doctor"))
+    runner = CliRunner()
+    assert (
+        runner.invoke(app, ["--db", sqlite_url, "add", "builtins", "memory", "shell"]).exit_code
+        == 0
+    )
+    report = json.loads(runner.invoke(app, ["--db", sqlite_url, "doctor", "--json"]).stdout)
+    assert report["builtin_groups"] == ["memory", "shell"]
+    assert report["dangerous_groups_enabled"] == ["shell"]
+    assert report["workspace_root"] == str(tmp_path / "ws-doctor")
+    wrong = runner.invoke(app, ["--db", sqlite_url, "add", "builtins", "files"])
+    assert wrong.exit_code == 2 and "unknown built-in group" in wrong.stderr
