@@ -35,8 +35,12 @@ def render_chart(
         format: png or svg.
         path: Where to save it, relative to the workspace root (default charts/chart-TIME).
     """
-    import vl_convert
-
+    try:
+        import vl_convert
+    except ImportError as exc:
+        raise ExecutionError(
+            f"render_chart needs tooldb[builtins] (vl-convert-python): {exc}"
+        ) from None
     if not isinstance(spec, dict) or not spec:
         raise UsageError("'spec' must be a Vega-Lite spec object (mark, encoding ...)")
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):

@@ -130,7 +130,7 @@ async def run_in_sandbox(
     ]  # fmt: skip
     environment = {
         "PATH": sandbox.DEFAULT_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
-        "GIT_CONFIG_NOSYSTEM": "1", **(env or {}),
+        "GIT_CONFIG_NOSYSTEM": "1", "PYTHONDONTWRITEBYTECODE": "1", **(env or {}),
     }  # fmt: skip
     limits = [
         f"--as={memory_mb * 1024 * 1024}",

@@ -62,8 +62,10 @@ def fetch_url(url: str, max_chars: int = 20_000, links: bool = True) -> dict[str
         max_chars: Longest text to return (100 to 200000).
         links: Also return the page's links (url and anchor text).
     """
-    import trafilatura
-
+    try:
+        import trafilatura
+    except ImportError as exc:
+        raise ExecutionError(f"fetch_url needs tooldb[builtins] (trafilatura): {exc}") from None
     url = _check_url(url)
     if not 100 <= max_chars <= 200_000:
         raise UsageError(f"'max_chars' must be from 100 to 200000, got {max_chars}")
