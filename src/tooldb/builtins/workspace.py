@@ -89,8 +89,7 @@ def write_file(path: str, content: str, overwrite: bool = True) -> dict[str, Any
         raise UsageError(f"'path' {path!r} is a folder")
     if target.exists() and not overwrite:
         raise UsageError(f"'path' {path!r} exists and 'overwrite' is false")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    confined(root, relative(root, target.parent), "path")  # the created parents stay inside
+    target.parent.mkdir(parents=True, exist_ok=True)  # inside: target is resolved
     temporary = target.with_name(f".{target.name}.tooldb-{os.getpid()}")
     temporary.write_bytes(data)
     os.replace(temporary, target)  # never a half-written file
