@@ -8,6 +8,9 @@ Served by ``tooldb mcp`` like any tool: any MCP client gets a memory server."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,7 +19,7 @@ from ..decorators import tool
 from ..errors import UsageError
 from ..selection.lexical import BM25Index
 from .common import registry_settings, run_context_agent
-from .rows import add_memory, delete_memory, list_memories, set_vectors
+from .rows import add_memory, delete_memory, list_memories, memory_signature, set_vectors
 
 GROUP = {"builtin": "memory"}
 MAX_TEXT_CHARS = 20_000
@@ -92,27 +95,28 @@ def recall(query: str, k: int = 5, tags: list[str] | None = None) -> dict[str, A
         raise UsageError("'query' must be a non-empty string")
     if not 1 <= k <= 50:
         raise UsageError(f"'k' must be from 1 to 50, got {k}")
-    registry, _ = registry_settings()
     wanted = set(_tags(tags))
-    rows = list_memories(registry.store, registry.tenant, _namespace(), MAX_SEARCHED)
-    rows = [row for row in rows if wanted <= set(row["tags"] or [])]
+    found = _namespace_index(_namespace())
+    rows = found.rows
     if not rows:
         return {"memories": [], "searched": 0}
-    ranks: dict[int, float] = {}
-    lexical = BM25Index()
-    for slot, row in enumerate(rows):
-        lexical.add(slot, row["text"] + " " + " ".join(row["tags"] or []))
-    words = lexical.scores(query, len(rows))
-    for rank, slot in enumerate(i for i in np.argsort(-words, kind="stable") if words[i] > 0):
-        ranks[int(slot)] = ranks.get(int(slot), 0.0) + 1.0 / (RRF_K + rank + 1)
-    cosines = _cosines(rows, query)
-    if cosines is not None:
-        best = float(cosines.max())
-        order = [i for i in np.argsort(-cosines, kind="stable")]
-        for rank, slot in enumerate(order):
-            if cosines[slot] >= max(MIN_COSINE, best - 0.35) or words[slot] > 0:
-                ranks[int(slot)] = ranks.get(int(slot), 0.0) + 1.0 / (RRF_K + rank + 1)
-    chosen = sorted(ranks, key=lambda slot: (-ranks[slot], -rows[slot]["id"]))[:k]
+    allowed = (
+        np.array([wanted <= set(row["tags"] or []) for row in rows], dtype=bool)
+        if wanted
+        else np.ones(len(rows), dtype=bool)
+    )
+    fused = np.zeros(len(rows))
+    words = found.lexical.scores(query, len(rows))
+    _add_ranks(fused, np.flatnonzero(allowed & (words > 0)), words)
+    if found.matrix is not None:
+        _, query_vectors = _vectors([query])
+        assert query_vectors is not None
+        cosines = found.matrix @ query_vectors[0]
+        best = float(cosines[allowed].max()) if allowed.any() else 0.0
+        near = allowed & ((cosines >= max(MIN_COSINE, best - 0.35)) | (words > 0))
+        _add_ranks(fused, np.flatnonzero(near), cosines)
+    hits = np.flatnonzero(fused > 0)
+    chosen = hits[np.lexsort((-found.ids[hits], -fused[hits]))][:k]  # best, then newest
     return {
         "memories": [
             {
@@ -120,20 +124,72 @@ def recall(query: str, k: int = 5, tags: list[str] | None = None) -> dict[str, A
                 "text": rows[s]["text"],
                 "tags": rows[s]["tags"],
                 "created_at": rows[s]["created_at"],
-                "score": round(ranks[s] * (RRF_K + 1) / 2, 4),  # 1.0: first by both rankings
+                "score": round(float(fused[s]) * (RRF_K + 1) / 2, 4),  # 1.0: first by both
             }
-            for s in chosen
+            for s in (int(slot) for slot in chosen)
         ],
-        "searched": len(rows),
+        "searched": int(allowed.sum()),
     }
 
 
-def _cosines(rows: list[dict[str, Any]], query: str) -> np.ndarray | None:
-    """Each row's cosine with the query (stale or missing vectors computed and stored
-    first), or None without an embedder."""
+@dataclass
+class _Indexed:
+    """A namespace's memories ready to rank: rows, their BM25 index, their unit vectors
+    under ``embedder`` (None without one), and the signature they were read at."""
+
+    signature: tuple[Any, ...]
+    embedder: str | None
+    rows: list[dict[str, Any]]
+    ids: np.ndarray
+    lexical: BM25Index
+    matrix: np.ndarray | None
+
+
+#: (store, tenant, namespace) -> the namespace's index, reused while its signature (one
+#: cheap aggregate query per recall) is unchanged: building BM25 and reading every row
+#: was most of a recall (bench/builtins.py).
+_INDEXES: OrderedDict[tuple[int, str, str], _Indexed] = OrderedDict()
+_INDEXES_KEPT = 32
+_LOCK = threading.Lock()
+
+
+def _add_ranks(fused: np.ndarray, slots: np.ndarray, scores: np.ndarray) -> None:
+    """Reciprocal-rank fusion: each slot of ``slots`` gains 1/(RRF_K + its rank by
+    ``scores``, best first)."""
+    order = slots[np.argsort(-scores[slots], kind="stable")]
+    fused[order] += 1.0 / (RRF_K + 1 + np.arange(len(order)))
+
+
+def _namespace_index(namespace: str) -> _Indexed:
     registry, _ = registry_settings()
     embedder = registry.embedder
-    if embedder is None:
+    embedder_id = embedder.id if embedder is not None else None
+    key = (id(registry.store), registry.tenant, namespace)
+    signature = memory_signature(registry.store, registry.tenant, namespace)
+    with _LOCK:
+        cached = _INDEXES.get(key)
+        if cached is not None and (cached.signature, cached.embedder) == (signature, embedder_id):
+            _INDEXES.move_to_end(key)
+            return cached
+    rows = list_memories(registry.store, registry.tenant, namespace, MAX_SEARCHED)
+    lexical = BM25Index()
+    for slot, row in enumerate(rows):
+        lexical.add(slot, row["text"] + " " + " ".join(row["tags"] or []))
+    matrix = _matrix(rows) if embedder_id is not None else None
+    ids = np.array([row["id"] for row in rows], dtype=np.int64)
+    built = _Indexed(signature, embedder_id, rows, ids, lexical, matrix)
+    with _LOCK:
+        _INDEXES[key] = built
+        while len(_INDEXES) > _INDEXES_KEPT:
+            _INDEXES.popitem(last=False)
+    return built
+
+
+def _matrix(rows: list[dict[str, Any]]) -> np.ndarray | None:
+    """The rows' unit vectors (stale or missing ones computed and stored first)."""
+    registry, _ = registry_settings()
+    embedder = registry.embedder
+    if embedder is None or not rows:
         return None
     stale = [i for i, row in enumerate(rows) if row["embedder"] != embedder.id or not row["vector"]]
     if stale:
@@ -144,10 +200,7 @@ def _cosines(rows: list[dict[str, Any]], query: str) -> np.ndarray | None:
             rows[i]["vector"] = vector.tobytes()
             updates.append((rows[i]["id"], rows[i]["vector"]))
         set_vectors(registry.store, registry.tenant, embedder.id, updates)
-    _, query_vectors = _vectors([query])
-    assert query_vectors is not None
-    matrix = np.stack([np.frombuffer(row["vector"], dtype=np.float32) for row in rows])
-    return matrix @ query_vectors[0]
+    return np.stack([np.frombuffer(row["vector"], dtype=np.float32) for row in rows])
 
 
 @tool(category="memory", metadata=GROUP)

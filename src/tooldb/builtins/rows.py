@@ -86,18 +86,29 @@ def list_memories(store: Store, tenant: str, namespace: str, limit: int) -> list
         return [dict(row._mapping) for row in connection.execute(query)]
 
 
+def memory_signature(store: Store, tenant: str, namespace: str) -> tuple[Any, ...]:
+    """What changes whenever a namespace's memories do: their count and newest id (ids
+    are never reused), read from the (tenant, namespace) index alone."""
+    query = sa.select(sa.func.count(), sa.func.max(memories.c.id)).where(
+        memories.c.tenant == tenant, memories.c.namespace == namespace
+    )
+    with transaction(store) as connection:
+        return tuple(connection.execute(query).one())
+
+
 def set_vectors(
     store: Store, tenant: str, embedder: str, vectors: Sequence[tuple[int, bytes]]
 ) -> None:
+    """Store recomputed vectors, in one statement executed for many rows."""
     if not vectors:
         return
+    query = (
+        memories.update()
+        .where(memories.c.tenant == tenant, memories.c.id == sa.bindparam("memory_id"))
+        .values(embedder=embedder, vector=sa.bindparam("new_vector"))
+    )
     with transaction(store) as connection:
-        for memory_id, vector in vectors:
-            connection.execute(
-                memories.update()
-                .where(memories.c.tenant == tenant, memories.c.id == memory_id)
-                .values(embedder=embedder, vector=vector)
-            )
+        connection.execute(query, [{"memory_id": i, "new_vector": v} for i, v in vectors])
 
 
 def delete_memory(store: Store, tenant: str, namespace: str, memory_id: int) -> bool:

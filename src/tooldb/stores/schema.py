@@ -352,6 +352,8 @@ memories = sa.Table(
     sa.Column("embedder", sa.Text, nullable=True),
     sa.Column("vector", sa.LargeBinary, nullable=True),
     sa.Column("created_at", sa.Float, nullable=False),
+    # Ids are never reused (recall's cache keys a namespace on its count and newest id).
+    sqlite_autoincrement=True,
 )
 sa.Index("ix_memories_tenant_namespace", memories.c.tenant, memories.c.namespace)
 

@@ -32,6 +32,7 @@ def upgrade() -> None:
         sa.Column("embedder", sa.Text, nullable=True),
         sa.Column("vector", sa.LargeBinary, nullable=True),
         sa.Column("created_at", sa.Float, nullable=False),
+        sqlite_autoincrement=True,  # ids never reused: recall's cache relies on it
     )
     op.create_index("ix_memories_tenant_namespace", "memories", ["tenant", "namespace"])
     op.create_table(
