@@ -304,3 +304,36 @@ def test_doctor_shows_enabled_groups_and_the_workspace_root(
     assert report["workspace_root"] == str(tmp_path / "ws-doctor")
     wrong = runner.invoke(app, ["--db", sqlite_url, "add", "builtins", "files"])
     assert wrong.exit_code == 2 and "unknown built-in group" in wrong.stderr
+
+
+def test_plan_survives_its_run_and_memory_is_per_agent(builtins: Registry) -> None:
+    from tooldb import AgentLoop
+    from tooldb.models import ScriptedModel, ToolCall
+
+    def run(agent: str, *calls: ToolCall) -> str:
+        model = ScriptedModel([*[[c] for c in calls], "done"])
+        result = AgentLoop(builtins, model, tools=["plan", "remember", "recall"], agent=agent).run(
+            "work"
+        )
+        assert result.success, result.error
+        return result.run_id
+
+    first = run(
+        "alice",
+        ToolCall(id="1", name="plan", arguments={"action": "create", "steps": ["a", "b"]}),
+        ToolCall(id="2", name="plan", arguments={"action": "complete", "step": 1}),
+        ToolCall(id="3", name="remember", arguments={"text": "alice's note about zebras"}),
+    )
+    kept = ok(builtins, "plan", {"action": "list", "run_id": first})
+    assert kept["plan"] == "1. [x] a\n2. [ ] b" and kept["remaining"] == 1
+    assert "'run_id'" in refused(
+        builtins, "plan", {"action": "complete", "step": 2, "run_id": first}
+    )
+    assert "no plan" in refused(builtins, "plan", {"action": "list", "run_id": "nope"})
+    other = builtins.for_tenant("other")
+    add_builtins(other, ["planning"])
+    assert "no plan" in refused(other, "plan", {"action": "list", "run_id": first})
+    bob = run("bob", ToolCall(id="1", name="recall", arguments={"query": "zebras"}))
+    (use,) = [c for c in builtins.calls() if c.run_id == bob]
+    assert '"memories": []' in (use.output_preview or "")
+    assert ok(builtins, "recall", {"query": "zebras"})["memories"] == []  # outside: "default"
