@@ -337,3 +337,20 @@ def test_plan_survives_its_run_and_memory_is_per_agent(builtins: Registry) -> No
     (use,) = [c for c in builtins.calls() if c.run_id == bob]
     assert '"memories": []' in (use.output_preview or "")
     assert ok(builtins, "recall", {"query": "zebras"})["memories"] == []  # outside: "default"
+
+
+def test_parallel_plan_calls_of_one_turn_lose_no_step(builtins: Registry) -> None:
+    from tooldb import AgentLoop
+    from tooldb.models import ScriptedModel, ToolCall
+
+    steps = [f"step {n}" for n in range(1, 9)]
+    create = ToolCall(id="c", name="plan", arguments={"action": "create", "steps": steps})
+    completes = [
+        ToolCall(id=f"d{n}", name="plan", arguments={"action": "complete", "step": n})
+        for n in range(1, 9)
+    ]
+    model = ScriptedModel([[create], completes, "done"])
+    result = AgentLoop(builtins, model, tools=["plan"]).run("do eight things")
+    assert result.success, result.error
+    kept = ok(builtins, "plan", {"action": "list", "run_id": result.run_id})
+    assert kept["remaining"] == 0, kept["plan"]

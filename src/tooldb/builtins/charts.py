@@ -16,7 +16,7 @@ GROUP = {"builtin": "charts"}
 MAX_ROWS = 100_000
 
 
-@tool(category="charts", metadata=GROUP)
+@tool(category="charts", metadata=GROUP, timeout_s=120)
 def render_chart(
     spec: dict[str, Any],
     rows: list[dict[str, Any]],

@@ -114,7 +114,7 @@ def _lint(root: Path, files: list[Path]) -> list[dict[str, Any]] | None:
     ]
 
 
-@tool(category="code", metadata=GROUP)
+@tool(category="code", metadata=GROUP, timeout_s=120)
 def analyze_code(path: str = ".", lint: bool = True) -> dict[str, Any]:
     """Analyse Python source in the workspace: per file its functions and classes with
     their line counts and cyclomatic complexity, its imports, syntax errors, and lint

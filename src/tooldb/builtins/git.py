@@ -60,7 +60,7 @@ def _paths(paths: list[str], repo: str) -> list[str]:
     return checked
 
 
-@tool(category="git", metadata=GROUP)
+@tool(category="git", metadata=GROUP, timeout_s=120)
 async def git_status(repo: str = ".") -> dict[str, Any]:
     """Show the branch and the changed, staged and untracked files of a git repository
     in the workspace. Use it before committing. Returns the branch line and one entry
@@ -76,7 +76,7 @@ async def git_status(repo: str = ".") -> dict[str, Any]:
     return {"branch": branch, "files": files, "clean": not files}
 
 
-@tool(category="git", metadata=GROUP)
+@tool(category="git", metadata=GROUP, timeout_s=120)
 async def git_diff(repo: str = ".", staged: bool = False, path: str = "") -> str:
     """The unified diff of uncommitted changes in a workspace repository (working tree
     against the index, or with staged=true the index against HEAD). Returns the diff text.
@@ -92,7 +92,7 @@ async def git_diff(repo: str = ".", staged: bool = False, path: str = "") -> str
     return await _git(repo, *args)
 
 
-@tool(category="git", metadata=GROUP)
+@tool(category="git", metadata=GROUP, timeout_s=120)
 async def git_log(repo: str = ".", limit: int = 10, ref: str = "HEAD") -> list[dict[str, str]]:
     """Recent commits of a workspace repository, newest first: hash, author, date and
     subject. Use it to see history before a show or diff.
@@ -112,7 +112,7 @@ async def git_log(repo: str = ".", limit: int = 10, ref: str = "HEAD") -> list[d
     return [{"hash": h, "author": a, "date": d, "subject": s} for h, a, d, s in rows]
 
 
-@tool(category="git", metadata=GROUP)
+@tool(category="git", metadata=GROUP, timeout_s=120)
 async def git_show(repo: str = ".", ref: str = "HEAD") -> str:
     """One commit of a workspace repository: its message and its diff (git show).
 
@@ -124,7 +124,7 @@ async def git_show(repo: str = ".", ref: str = "HEAD") -> str:
     return await _git(repo, "show", "--no-color", ref, "--")
 
 
-@tool(category="git", metadata=GROUP)
+@tool(category="git", metadata=GROUP, timeout_s=120)
 async def git_commit(
     message: str, repo: str = ".", paths: list[str] | None = None
 ) -> dict[str, Any]:
@@ -150,7 +150,7 @@ async def git_commit(
     return {"commit": commit, "stat": stat.strip()}
 
 
-@tool(category="git", metadata=GROUP)
+@tool(category="git", metadata=GROUP, timeout_s=120)
 async def git_branch(repo: str = ".", create: str = "", switch: str = "") -> dict[str, Any]:
     """List the branches of a workspace repository, or create one, or switch to one
     (create and switch together: create it and switch to it). Returns the branches and

@@ -83,7 +83,7 @@ def _issue_summary(item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@tool(category="github", metadata=GROUP)
+@tool(category="github", metadata=GROUP, timeout_s=120)
 def github_list_issues(
     repo: str, state: Literal["open", "closed", "all"] = "open", limit: int = 20
 ) -> list[dict[str, Any]]:
@@ -100,7 +100,7 @@ def github_list_issues(
     return [_issue_summary(i) for i in items or [] if "pull_request" not in i][:limit]
 
 
-@tool(category="github", metadata=GROUP)
+@tool(category="github", metadata=GROUP, timeout_s=120)
 def github_read_issue(repo: str, number: int, comments: bool = True) -> dict[str, Any]:
     """Read one GitHub issue (or pull request conversation): title, body, state, labels
     and, with comments=true, its comments.
@@ -129,7 +129,7 @@ def _text(value: str, name: str, *, required: bool) -> str:
     return value
 
 
-@tool(category="github", metadata=GROUP)
+@tool(category="github", metadata=GROUP, timeout_s=120)
 def github_create_issue(
     repo: str, title: str, body: str = "", labels: list[str] | None = None
 ) -> dict[str, Any]:
@@ -150,7 +150,7 @@ def github_create_issue(
     return {"number": item.get("number"), "url": item.get("html_url"), "title": item.get("title")}
 
 
-@tool(category="github", metadata=GROUP)
+@tool(category="github", metadata=GROUP, timeout_s=120)
 def github_comment(repo: str, number: int, body: str) -> dict[str, Any]:
     """Add a comment to a GitHub issue or pull request (needs the token). Returns the
     comment's id and URL.
@@ -166,7 +166,7 @@ def github_comment(repo: str, number: int, body: str) -> dict[str, Any]:
     return {"id": item.get("id"), "url": item.get("html_url")}
 
 
-@tool(category="github", metadata=GROUP)
+@tool(category="github", metadata=GROUP, timeout_s=120)
 def github_list_pulls(
     repo: str, state: Literal["open", "closed", "all"] = "open", limit: int = 20
 ) -> list[dict[str, Any]]:
@@ -195,7 +195,7 @@ def _pull_summary(item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@tool(category="github", metadata=GROUP)
+@tool(category="github", metadata=GROUP, timeout_s=120)
 def github_read_pull(repo: str, number: int) -> dict[str, Any]:
     """Read one pull request: title, body, branches, whether it is merged, and its
     change counts. Use github_pull_diff for the changes themselves.
@@ -215,7 +215,7 @@ def github_read_pull(repo: str, number: int) -> dict[str, Any]:
     }
 
 
-@tool(category="github", metadata=GROUP)
+@tool(category="github", metadata=GROUP, timeout_s=120)
 def github_pull_diff(repo: str, number: int) -> str:
     """The changes of a pull request as a unified diff (text): use it to review what a
     pull request changes, line by line.
@@ -229,7 +229,7 @@ def github_pull_diff(repo: str, number: int) -> str:
     return bytes(body).decode("utf-8", errors="replace")
 
 
-@tool(category="github", metadata=GROUP)
+@tool(category="github", metadata=GROUP, timeout_s=120)
 def github_get_file(repo: str, path: str, ref: str = "") -> dict[str, Any]:
     """Read a file of a GitHub repository (at a branch, tag or commit). Returns its
     path, size, sha and text.
@@ -257,7 +257,7 @@ def github_get_file(repo: str, path: str, ref: str = "") -> dict[str, Any]:
     }
 
 
-@tool(category="github", metadata=GROUP)
+@tool(category="github", metadata=GROUP, timeout_s=120)
 def github_search_code(query: str, repo: str = "", limit: int = 20) -> list[dict[str, Any]]:
     """Search code on GitHub (GitHub's code search syntax), optionally in one
     repository. Returns each match's repository, path and URL.

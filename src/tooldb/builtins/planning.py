@@ -5,6 +5,7 @@ of the interrupted run by its id."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Literal
 
 from ..decorators import tool
@@ -16,6 +17,10 @@ GROUP = {"builtin": "planning"}
 STATUSES = ("pending", "in_progress", "done", "skipped")
 MAX_STEPS = 100
 MAX_STEP_CHARS = 2000
+#: One plan change at a time in this process: the calls of one turn run in parallel, and
+#: two ``complete`` calls reading the same plan would each write back only their own step.
+#: (A run's calls all run in its process.)
+_CHANGING = threading.Lock()
 MARKS = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]", "skipped": "[-]"}
 
 
@@ -74,6 +79,21 @@ def plan(
             "plan is kept with an agent run: call it from a run (tooldb run, an agent, "
             "a sub-agent), or give 'run_id' with action 'list' to read a run's plan"
         )
+    with _CHANGING:
+        return _apply(registry, target, run_id, action, steps, step, status, note)
+
+
+def _apply(
+    registry: Any,
+    target: str,
+    run_id: str,
+    action: str,
+    steps: list[str] | None,
+    step: int,
+    status: str | None,
+    note: str,
+) -> dict[str, Any]:
+    """The read, change and write of one ``plan`` call (under ``_CHANGING``)."""
     found = get_plan(registry.store, registry.tenant, target)
     if found is None and run_id:
         raise UsageError(f"'run_id' {run_id!r} has no plan in tenant {registry.tenant!r}")

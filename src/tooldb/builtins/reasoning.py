@@ -105,7 +105,7 @@ def _normal(answer: str) -> str:
     return " ".join(answer.lower().strip(" .!\"'`*").split())
 
 
-@tool(category="reasoning", metadata=GROUP)
+@tool(category="reasoning", metadata=GROUP, timeout_s=1800)
 async def chain_of_thought(question: str, context: str = "") -> dict[str, Any]:
     """Think a question through step by step with the model before answering: use it for
     problems that need several steps of reasoning (arithmetic, logic, planning).
@@ -121,7 +121,7 @@ async def chain_of_thought(question: str, context: str = "") -> dict[str, Any]:
     return session.report(answer=answer_of(text), reasoning=text)
 
 
-@tool(category="reasoning", metadata=GROUP)
+@tool(category="reasoning", metadata=GROUP, timeout_s=1800)
 async def self_consistency(question: str, n: int = 5) -> dict[str, Any]:
     """Answer a question n times independently (chains of thought) and return the
     majority answer with its agreement: use it when one answer might be a fluke and a
@@ -145,7 +145,7 @@ async def self_consistency(question: str, n: int = 5) -> dict[str, Any]:
     return session.report(answer=shown, agreement=round(count / n, 3), answers=answers)
 
 
-@tool(category="reasoning", metadata=GROUP)
+@tool(category="reasoning", metadata=GROUP, timeout_s=1800)
 async def tree_of_thought(
     question: str, breadth: int = 3, depth: int = 2, keep: int = 2
 ) -> dict[str, Any]:
@@ -207,7 +207,7 @@ def _numbered(text: str) -> list[str]:
     return [line for line in lines if line]
 
 
-@tool(category="reasoning", metadata=GROUP)
+@tool(category="reasoning", metadata=GROUP, timeout_s=1800)
 async def reflexion(task: str, rounds: int = 2) -> dict[str, Any]:
     """Write an answer, have the model critique it, and revise it, for up to `rounds`
     rounds (stopping once the critique finds nothing to fix): use it for writing or code

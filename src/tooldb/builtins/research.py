@@ -51,7 +51,7 @@ def _links(html: str, base: str) -> list[dict[str, str]]:
     return [{"url": u, "text": t} for u, t in found.items()]
 
 
-@tool(category="research", metadata=GROUP)
+@tool(category="research", metadata=GROUP, timeout_s=120)
 def fetch_url(url: str, max_chars: int = 20_000, links: bool = True) -> dict[str, Any]:
     """Read a web page and return its main text (navigation and boilerplate removed) and
     its links. Use it to read a page you know the address of, e.g. one web_search
@@ -86,7 +86,7 @@ def fetch_url(url: str, max_chars: int = 20_000, links: bool = True) -> dict[str
     }
 
 
-@tool(category="research", metadata=GROUP)
+@tool(category="research", metadata=GROUP, timeout_s=120)
 def web_search(query: str, k: int = 5) -> dict[str, Any]:
     """Search the web and return the top results' titles, addresses and snippets. Use it
     to find pages about something, then read the best with fetch_url. Needs a search

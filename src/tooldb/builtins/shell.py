@@ -15,7 +15,7 @@ GROUP = {"builtin": "shell"}
 MAX_COMMAND_CHARS = 100_000
 
 
-@tool(category="shell", metadata=GROUP)
+@tool(category="shell", metadata=GROUP, timeout_s=3600)
 async def bash(command: str, cwd: str = ".", timeout_s: float = 60.0) -> dict[str, Any]:
     """Run a bash command in a sandbox whose working directory is the workspace: run
     tests, build, inspect files with the usual programs (python3, git, grep, sed...).
