@@ -123,6 +123,8 @@ def test_workspace_read_write_edit_list_search(builtins: Registry, workspace: Pa
         builtins, "edit_file", {"path": "src/app.py", "old_text": "nope", "new_text": "x"}
     )
     assert "'regex'" in refused(builtins, "search_files", {"regex": "(unclosed"})
+    assert "'pattern'" in refused(builtins, "list_files", {"pattern": "../*"})
+    assert "'glob'" in refused(builtins, "search_files", {"regex": "x", "glob": "../../*"})
 
 
 @pytest.mark.parametrize("path", ["../outside.txt", "src/../../x", "/etc/passwd", "a/\x00b"])

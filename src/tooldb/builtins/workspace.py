@@ -140,6 +140,7 @@ def list_files(path: str = ".", pattern: str = "*", recursive: bool = True) -> d
         pattern: Glob on names, e.g. "*.py".
         recursive: Also list inside subfolders.
     """
+    _name_pattern(pattern, "pattern")
     root = current_workspace()
     folder = confined(root, path)
     if not folder.is_dir():
@@ -155,6 +156,15 @@ def list_files(path: str = ".", pattern: str = "*", recursive: bool = True) -> d
         if len(found) >= MAX_LIST:
             break
     return {"path": relative(root, folder), "entries": found, "truncated": len(found) >= MAX_LIST}
+
+
+def _name_pattern(pattern: str, parameter: str) -> str:
+    """A glob on file names only: a '/' or '..' would let it walk out of the folder."""
+    if not isinstance(pattern, str) or not pattern or "/" in pattern or ".." in pattern:
+        raise UsageError(
+            f"'{parameter}' {pattern!r} must be a pattern on names, e.g. '*.py' (no '/' or '..')"
+        )
+    return pattern
 
 
 def _inside(root: Path, entry: Path) -> bool:
@@ -177,6 +187,7 @@ def search_files(regex: str, path: str = ".", glob: str = "*") -> dict[str, Any]
         compiled = re.compile(regex)
     except re.error as exc:
         raise UsageError(f"'regex' {regex!r} is not a valid regular expression: {exc}") from None
+    _name_pattern(glob, "glob")
     root = current_workspace()
     start = confined(root, path)
     files = [start] if start.is_file() else sorted(start.rglob(glob))
