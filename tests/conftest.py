@@ -40,6 +40,7 @@ def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         "TOOLDB_HTTP_TIMEOUT",
         "TOOLDB_HTTP_MAX_RESPONSE_BYTES",
         "TOOLDB_SCRIPT_FORKSERVER",
+        "TOOLDB_WORKSPACE",
     ):
         monkeypatch.delenv(name, raising=False)
     # The bundled MiniLM is exercised by test_embedders; elsewhere a model-free embedder

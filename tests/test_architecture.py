@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("adapters", ("binding", "stores", "embedders", "models", "mcp")),
     ("stages", STAGES),
     ("registry", ("registry", "openapi")),
-    ("agents", ("agents",)),
+    ("agents", ("agents", "builtins")),
     ("public API", ("", "examples", "packs")),  # "" is tooldb/__init__.py itself
     ("interfaces", ("cli", "mcp.server", "__main__")),
 ]

@@ -94,7 +94,7 @@ def test_a_running_cycle_is_reported_not_doubled(url: str) -> None:
 
 
 def test_add_builtins(store_url: str) -> None:
-    added = as_json(store_url, "add", "builtins")
+    added = as_json(store_url, "add", "builtins", "diagnostics")
     assert added["tools"] == [
         {"name": "analyze_system_state", "version": 1, "status": "created"},
         {"name": "explain_inference", "version": 1, "status": "created"},

@@ -145,6 +145,21 @@ class Settings:
     manifest_max_bytes: int = 10_000_000
     # Secret values by name (auth of HTTP tools stores only the name); env vars also work.
     secrets: dict[str, str] = field(default_factory=dict, repr=False)
+    # Built-in tools (``tooldb add builtins``, docs/builtins.md): the folder the file,
+    # shell, git, code and chart tools are confined to (empty: $TOOLDB_WORKSPACE, else
+    # ``workspace`` in the user data directory), their caps, whether ``bash`` has the
+    # network, the web search provider (searxng | brave | tavily; empty: none) with its
+    # base URL and the name of the secret holding its key, and GitHub's API.
+    workspace: str = ""
+    workspace_max_file_bytes: int = 1_000_000
+    shell_network: bool = False
+    shell_timeout_s: float = 120.0
+    shell_memory_mb: int = 1024
+    web_search_provider: str = ""
+    web_search_url: str = ""
+    web_search_key_secret: str = ""
+    github_api_url: str = "https://api.github.com"
+    github_token_secret: str = "GITHUB_TOKEN"
 
     def __post_init__(self) -> None:
         # Python callers may pass a list: store a tuple, immutable like the rest.
@@ -191,6 +206,7 @@ _POSITIVE = (
     "default_timeout_s", "http_timeout_s", "http_max_response_bytes", "mcp_max_result_bytes",
     "manifest_max_bytes", "ooda_window_s", "ooda_slow_p95_ms", "ooda_latency_degrade_ratio",
     "ooda_lock_ttl_s", "agent_max_depth", "agent_held_calls", "agent_run_lease_s",
+    "workspace_max_file_bytes", "shell_timeout_s", "shell_memory_mb",
 )  # fmt: skip
 _FRACTIONS = (
     "ooda_low_success_rate", "ooda_alpha", "ooda_degrade_min_drop",
@@ -296,6 +312,7 @@ _ENV_KEYS = {
     "TOOLDB_NEO4J_URL": "neo4j_url",
     "TOOLDB_NEO4J_USER": "neo4j_user",
     "TOOLDB_REGISTRY_SQL_URL": "registry_sql_url",
+    "TOOLDB_WORKSPACE": "workspace",
 }
 
 

@@ -71,6 +71,8 @@ def show_run(run_id: str, as_json: bool) -> None:
             raise NotFound(f"no run {run_id!r} in tenant {registry.tenant!r}")
         messages = registry.store.run_messages(run_id)
         children = registry.store.list_runs(registry.tenant, parent_run_id=run_id, limit=1000)
+        plan = _plan_of(registry, run_id)
+    details["plan"] = plan
     details["messages"] = messages
     details["children"] = [child.id for child in children]
     if as_json:
@@ -88,10 +90,21 @@ def show_run(run_id: str, as_json: bool) -> None:
         for call in message.get("tool_calls") or []:
             _out.print(f"[{message['iteration']}] {role} calls {_text(call['name'])}"
                        f"({_text(call.get('arguments', '{}')[:200])})")  # fmt: skip
+    if plan:
+        from ..builtins.planning import render
+
+        _out.print("plan:\n" + _text(render(plan)))
     if details["requires_review"]:
         _out.print(f"requires review: {_text(details['review_reason'] or '')}")
     for child in children:
         _out.print(f"child run {child.id} {child.status.value}")
+
+
+def _plan_of(registry: Any, run_id: str) -> list[dict[str, Any]] | None:
+    """The steps the ``plan`` built-in kept with the run (None when it kept none)."""
+    from ..builtins.rows import get_plan
+
+    return get_plan(registry.store, registry.tenant, run_id)
 
 
 @app.command()

@@ -153,12 +153,23 @@ def schedule(
 
 
 @add_app.command("builtins")
-def add_builtins(as_json: JsonOpt = False) -> None:
-    """Register tooldb's built-in diagnostics tools: analyze_system_state, explain_inference."""
+def add_builtins(
+    groups: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Groups: diagnostics planning memory research code reasoning charts (the "
+            "default: all of these), and only by name: workspace shell git github."
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Register groups of built-in tools (docs/builtins.md); the dangerous groups
+    (workspace, shell, git, github) only when named."""
+    from ..builtins import add_builtins as register_groups
     from .tools import _report_added
 
     with _registry(as_json) as registry:
-        outcomes = registry.add_builtin_tools()
+        outcomes = register_groups(registry, groups or ())
     _report_added(outcomes, as_json)
 
 

@@ -125,6 +125,7 @@ def doctor(as_json: JsonOpt = False) -> None:
             "index_memory_bytes": index.nbytes(),
             "script_sandbox": sandbox.isolation().summary(),
             "script_python_launcher": sandbox.python_launcher(settings.script_forkserver),
+            **builtins_report(registry),
         }
     if as_json:
         _print_json(report)
@@ -138,6 +139,19 @@ def doctor(as_json: JsonOpt = False) -> None:
         )
     elif missing:
         _out.print(f"{missing} tools wait for embeddings: run `tooldb embed`")
+
+
+def builtins_report(registry: Any) -> dict[str, Any]:
+    """The built-in groups enabled here and the workspace root they are confined to."""
+    from ..builtins import DANGEROUS, enabled_groups
+    from ..builtins.common import workspace_root
+
+    groups = enabled_groups(registry)
+    return {
+        "builtin_groups": sorted(groups),
+        "dangerous_groups_enabled": sorted(set(groups) & DANGEROUS),
+        "workspace_root": str(workspace_root(registry.settings, create=False)),
+    }
 
 
 def _runtime(embedder: Any) -> dict[str, str] | None:

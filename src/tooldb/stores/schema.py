@@ -384,3 +384,32 @@ sql_tenant_key = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("secret", sa.Text, nullable=False),
 )
+
+#: Built-in tools (migration 0009, tooldb/builtins/): the long-term memory of
+#: ``remember``/``recall``/``forget``, per tenant and agent namespace, with the vector of
+#: one embedder (NULL until embedded; another embedder's is recomputed on recall).
+memories = sa.Table(
+    "memories",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("tags", Json, nullable=False),
+    sa.Column("embedder", sa.Text, nullable=True),
+    sa.Column("vector", sa.LargeBinary, nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    # Ids are never reused (recall's cache keys a namespace on its count and newest id).
+    sqlite_autoincrement=True,
+)
+sa.Index("ix_memories_tenant_namespace", memories.c.tenant, memories.c.namespace)
+
+#: The ``plan`` tool's steps, one row per run: kept with the run (``runs show``).
+run_plans = sa.Table(
+    "run_plans",
+    metadata,
+    sa.Column("tenant", sa.Text, primary_key=True),
+    sa.Column("run_id", sa.Text, primary_key=True),
+    sa.Column("steps", Json, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)

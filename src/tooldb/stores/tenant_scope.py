@@ -47,6 +47,11 @@ SCOPES: dict[str, str] = {
     "ooda_cycles": "tenant = {tenant}",
     "ooda_acts": "tenant = {tenant}",
     "ooda_locks": "tenant = {tenant}",
+    "memories": "tenant = {tenant}",
+    "run_plans": "tenant = {tenant}",
+    "catalog_versions": "tenant = {tenant}",
+    "agent_skills": "tenant = {tenant}",
+    "skill_tools": "tenant = {tenant}",
 }
 
 TENANT_SETTING = "tooldb.tenant"

@@ -6,7 +6,7 @@ skills (``agent_skills``) and a skill's tools (``skill_tools``), each with its p
 priority and configuration. Existing definitions become version and assignment rows.
 
 Revision ID: 0013_catalog_lifecycle
-Revises: 0007_run_leases
+Revises: 0009_memory
 """
 
 import json
@@ -17,7 +17,7 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
 revision = "0013_catalog_lifecycle"
-down_revision = "0007_run_leases"
+down_revision = "0009_memory"
 branch_labels = None
 depends_on = None
 
