@@ -200,6 +200,7 @@ def test_pydantic_ai_retry_carries_tooldbs_message(reg: Registry) -> None:
     runs = [r for r in reg.store.list_runs(reg.tenant) if r.mode == "pydantic-ai"]
     grouped = [r for r in runs if r.parent_run_id is not None]
     assert len(grouped) == 1 and grouped[0].task == "add 2 and 2"
+    assert (grouped[0].status.value, grouped[0].tool_calls) == ("success", 2)  # run ended
     calls = reg.calls(run_id=grouped[0].id)
     assert [c.success for c in calls] == [True, False]
 
@@ -250,6 +251,23 @@ def test_closing_the_tools_finishes_their_runs(reg: Registry) -> None:
     run = reg.store.get_run(reg.tenant, run_id)
     assert run is not None and (run.status.value, run.tool_calls) == ("success", 2)
     assert [c.success for c in reg.calls(run_id=run_id)] == [False, True]
+
+
+def test_a_bridge_keeps_a_bounded_number_of_keyed_runs_open(
+    reg: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tooldb.integrations import bridge as bridge_module
+
+    monkeypatch.setattr(bridge_module, "MAX_OPEN_RUNS", 2)
+    bridge = bridge_module.ToolBridge(reg, "test", task=TASK, k=1)
+    first = bridge.run_id("thread-1")
+    bridge.call("add", {"a": 1}, key="thread-1")
+    bridge.run_id("thread-2")  # the bridge's own run and two threads: thread-1 ends
+    run = reg.store.get_run(reg.tenant, first)
+    assert run is not None and (run.status.value, run.tool_calls) == ("success", 1)
+    assert bridge.run_id("thread-1") != first  # a new run for the returning thread
+    own = reg.store.get_run(reg.tenant, bridge.run_id())
+    assert own is not None and own.status.value == "running"
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,13 @@ from ..registry import Registry
 from ..types import RunResult, RunStatus, ToolRecord, ToolResult, ToolUse
 
 logger = logging.getLogger(__name__)
+#: A tool whose last call took less than this (ms) runs on the event loop's thread next
+#: time (``ToolBridge.acall``): blocking the loop that briefly costs less than a hop.
+QUICK_MS = 1.0
+#: Runs kept open per bridge for framework keys (threads, groups) that never say when
+#: they end: past this, the run opened longest ago is finished (a later call under its
+#: key opens a new run), so a long-lived process holds neither rows nor leases forever.
+MAX_OPEN_RUNS = 256
 
 
 def missing_framework(framework: str, extra: str, error: ImportError) -> ImportError:
@@ -87,6 +94,7 @@ class ToolBridge:
         self.names = list(names) if names is not None else None
         self._lock = threading.Lock()
         self._runs: dict[str | None, _OpenRun] = {}
+        self._quick: set[str] = set()
         self._closer = weakref.finalize(self, _finish_runs, self._runs, self._lock)
         if task is not None:
             run_id = self.run_id(None)
@@ -124,13 +132,26 @@ class ToolBridge:
     def run_id(self, key: str | None = None, task: str | None = None) -> str:
         """The tooldb run that groups the calls of ``key`` (None: the bridge's own run),
         opened at first use with ``task`` (default: the bridge's task)."""
+        return self._run(key, task).log.run_id
+
+    def _run(self, key: str | None, task: str | None) -> _OpenRun:
         run = self._runs.get(key)
-        if run is None:
-            with self._lock:
-                run = self._runs.get(key)
-                if run is None:
-                    run = self._runs[key] = self._open(key, task)
-        return run.log.run_id
+        if run is not None:
+            return run
+        idle: str | None = None
+        with self._lock:
+            run = self._runs.get(key)
+            if run is None:
+                run = self._runs[key] = self._open(key, task)
+                if len(self._runs) > MAX_OPEN_RUNS:
+                    idle = self._oldest_keyed()
+        if idle is not None:
+            self.finish(idle)
+        return run
+
+    def _oldest_keyed(self) -> str | None:
+        """The key opened longest ago (the bridge's own run is kept open)."""
+        return next((k for k in self._runs if k is not None), None)
 
     def _open(self, key: str | None, task: str | None) -> _OpenRun:
         text = task or self.task or f"{self.framework} tools: {self._names_text()}"
@@ -160,6 +181,14 @@ class ToolBridge:
         """Finish the runs this bridge opened (also done when it is collected, or at exit)."""
         self._closer()
 
+    def finish(self, key: str) -> None:
+        """Finish ``key``'s run now (its framework run ended); a later call under the same
+        key opens a new one."""
+        with self._lock:
+            run = self._runs.pop(key, None)
+        if run is not None:
+            _finish_runs({key: run}, threading.Lock())
+
     # -- calls -------------------------------------------------------------
     def call(
         self, name: str, arguments: Any, key: str | None = None, task: str | None = None
@@ -175,20 +204,22 @@ class ToolBridge:
     async def acall(
         self, name: str, arguments: Any, key: str | None = None, task: str | None = None
     ) -> Reply:
-        """``call`` on an event loop: a blocking tool runs in a worker thread."""
+        """``call`` on an event loop. A blocking tool runs in a worker thread, unless its
+        last call here took under ``QUICK_MS``: then it runs on the loop's thread, as the
+        framework would run a native sync tool, without a thread hop (~150 µs here)."""
         run = self._run(key, task)
+        inline = name in self._quick
         try:
-            result = await self.registry.acall(name, _parsed(arguments), run_id=run.log.run_id)
+            result = await self.registry.acall(
+                name, _parsed(arguments), run_id=run.log.run_id, inline=inline
+            )
         except (ArgumentError, NotFound, ToolDisabled) as exc:
             return self._refused(run, name, arguments, exc)
+        if result.duration_ms < QUICK_MS:
+            self._quick.add(name)
+        else:
+            self._quick.discard(name)
         return self._replied(run, name, arguments, result)
-
-    def _run(self, key: str | None, task: str | None) -> _OpenRun:
-        run = self._runs.get(key)
-        if run is None:
-            self.run_id(key, task)
-            run = self._runs[key]
-        return run
 
     def _refused(self, run: _OpenRun, name: str, arguments: Any, exc: Exception) -> Reply:
         rejected = isinstance(exc, ArgumentError)

@@ -6,7 +6,8 @@
 Pydantic AI passes the model's arguments through as a JSON object and tooldb binds
 them: an argument error is raised as ``ModelRetry`` with tooldb's message (the model
 reads it and corrects its call), a tool that fails as ``ToolFailed``. Each Pydantic
-AI run is recorded as one tooldb run with the run's prompt as its task. With
+AI run is recorded as one tooldb run with the run's prompt as its task, finished when
+the agent run ends. With
 ``dynamic=True`` the tools offered on each step are those selection ranks for the
 latest user message (selected again only when that message changes).
 """
@@ -14,6 +15,7 @@ latest user message (selected again only when that message changes).
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -77,10 +79,23 @@ class TooldbToolset(AbstractToolset[Any]):
         self._id = id
         self._offered = self._tools(bridge.tools)
         self._selected_for: tuple[str, dict[str, ToolsetTool[Any]]] | None = None
+        self._run_key: str | None = None  # set on the copy ``for_run`` makes
 
     @property
     def id(self) -> str | None:
         return self._id
+
+    async def for_run(self, ctx: RunContext[Any]) -> TooldbToolset:
+        """This toolset for one agent run: the same tools, and leaving it (the run's end)
+        finishes the run's tooldb run."""
+        scoped = copy.copy(self)
+        scoped._run_key = ctx.run_id
+        return scoped
+
+    async def __aexit__(self, *args: Any) -> bool | None:
+        if self._run_key is not None:
+            await asyncio.to_thread(self.bridge.finish, self._run_key)
+        return None
 
     def _tools(self, records: Sequence[ToolRecord]) -> dict[str, ToolsetTool[Any]]:
         return {
