@@ -245,11 +245,15 @@ def test_closing_the_tools_finishes_their_runs(reg: Registry) -> None:
     bridge = ToolBridge(reg, "test", names=["add"])
     assert bridge.call("add", '{"a": 1, "b": 2}').text == "3"
     assert bridge.call("add", "not json").rejected
+    reg.disable("add")  # after it was offered: the model is told, nothing runs
+    refused = bridge.call("add", {"a": 1})
+    assert not refused.ok and "disabled" in refused.text
+    reg.enable("add")
     run_id = bridge.run_id()
     assert reg.store.get_run(reg.tenant, run_id).status.value == "running"  # type: ignore[union-attr]
     bridge.close()
     run = reg.store.get_run(reg.tenant, run_id)
-    assert run is not None and (run.status.value, run.tool_calls) == ("success", 2)
+    assert run is not None and (run.status.value, run.tool_calls) == ("success", 3)
     assert [c.success for c in reg.calls(run_id=run_id)] == [False, True]
 
 
