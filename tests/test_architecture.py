@@ -35,6 +35,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("agents", ("agents", "builtins")),
     ("public API", ("", "examples", "packs")),  # "" is tooldb/__init__.py itself
     ("interfaces", ("cli", "mcp.server", "__main__")),
+    # The framework adapters use the Registry, like the interfaces (docs/integrations.md).
+    ("integrations", ("integrations",)),
 ]
 
 
@@ -167,11 +169,15 @@ def test_the_longest_prefix_places_a_module(module: str, layer: str) -> None:
     assert index is not None and LAYERS[index][0] == layer
 
 
+#: The agent frameworks tooldb.integrations adapts (their top-level modules).
+FRAMEWORKS = ("langchain_core", "langgraph", "agents", "pydantic_ai")
+
+
 def test_a_bare_import_leaves_the_interfaces_and_the_sdks_unloaded() -> None:
     script = (
-        "import sys, tooldb\n"
+        f"import sys, tooldb\nFRAMEWORKS = {FRAMEWORKS!r}\n"
         "print('\\n'.join(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "{'tooldb', 'mcp', 'openai', 'anthropic', 'typer', 'rich', 'neo4j'})))"
+        "{'tooldb', 'mcp', 'openai', 'anthropic', 'typer', 'rich', 'neo4j', *FRAMEWORKS})))"
     )
     loaded = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
@@ -180,7 +186,7 @@ def test_a_bare_import_leaves_the_interfaces_and_the_sdks_unloaded() -> None:
     forbidden = [
         m
         for m in loaded
-        if m.startswith(("tooldb.cli", "tooldb.mcp", "tooldb.openapi"))
-        or m.split(".")[0] in {"mcp", "openai", "anthropic", "typer", "rich", "neo4j"}
+        if m.startswith(("tooldb.cli", "tooldb.mcp", "tooldb.openapi", "tooldb.integrations"))
+        or m.split(".")[0] in {"mcp", "openai", "anthropic", "typer", "rich", "neo4j", *FRAMEWORKS}
     ]
     assert forbidden == []
