@@ -63,9 +63,11 @@ def run(
 
 
 def show_run(run_id: str, as_json: bool) -> None:
+    from ..agents.run_log import resolve_run_id
     from ..errors import NotFound
 
     with _registry(as_json) as registry, _errors():
+        run_id = resolve_run_id(registry.store, registry.tenant, run_id)
         details = registry.store.get_run_details(registry.tenant, run_id)
         if details is None:
             raise NotFound(f"no run {run_id!r} in tenant {registry.tenant!r}")
@@ -88,6 +90,10 @@ def show_run(run_id: str, as_json: bool) -> None:
         for call in message.get("tool_calls") or []:
             _out.print(f"[{message['iteration']}] {role} calls {_text(call['name'])}"
                        f"({_text(call.get('arguments', '{}')[:200])})")  # fmt: skip
+    data = details["data"] if isinstance(details.get("data"), dict) else {}
+    for link in data.get("retries") or []:  # the needs_retry chain (agents/protocol.py)
+        step = f"{link['from']} -> {link['target']} ({link['attempt']} of {link['cap']})"
+        _out.print(_text(f"retry: {step}: {link['refinement']} -> {link.get('outcome')}"))
     if details["requires_review"]:
         _out.print(f"requires review: {_text(details['review_reason'] or '')}")
     for child in children:

@@ -25,12 +25,14 @@ def trace(
     as_json: JsonOpt = False,
 ) -> None:
     """A run as a tree: task, selection decisions, calls and results, child runs."""
+    from ..agents.run_log import resolve_run_id
     from ..provenance.export import push as push_graph
     from ..provenance.export import to_cypher
 
     with _registry(as_json) as registry, _errors():
         if cypher and push:
             raise UsageError("--cypher and --push are two ways out: choose one")
+        run_id = resolve_run_id(registry.store, registry.tenant, run_id)
         found = registry.trace(run_id)
         if push:
             sent = push_graph(found.graph, registry.settings)
