@@ -85,6 +85,13 @@ def _run_tree(run: dict[str, Any]) -> Tree:
     tree.add(f"task: {_text(run['task'][:200])}")
     for skill in run["skills_loaded"]:
         tree.add(f"loaded skill {_text(skill)}")
+    for link in run.get("retries") or []:  # needs_retry re-runs (agents/protocol.py)
+        step = f"{link['from']} -> {link['target']} ({link['attempt']} of {link['cap']})"
+        tree.add(_text(f"retry: {step}: {link['refinement']} -> {link.get('outcome')}"))
+    if run.get("state"):  # its short values: statuses, a chart's path ...
+        branch = tree.add("state")
+        for key, value in run["state"].items():
+            branch.add(_text(f"{key} = {value}"))
     for event in run["events"]:
         if event["type"] == "decision":
             branch = tree.add(
