@@ -20,9 +20,11 @@ the package (data/, MIT licence), made in tooldb's data directory.
 from __future__ import annotations
 
 import shutil
+from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ...errors import UsageError
 from ...settings import default_data_dir
 from .. import PackReport, register_contents
 from .schema import read_schema
@@ -36,6 +38,11 @@ CHINOOK = HERE / "data" / "chinook.sqlite"
 
 
 def install(registry: Registry, database_url: str | None) -> PackReport:
+    missing = [name for name in ("sqlglot", "vl_convert") if find_spec(name) is None]
+    if missing:
+        raise UsageError(
+            f"the nl2sql pack needs {', '.join(missing)}: pip install 'tooldb[nl2sql]'"
+        )
     url = database_url or default_database()
     read_schema(url)  # a database that cannot be read is refused before anything registers
     return register_contents(
