@@ -1,0 +1,17 @@
+CREATE CONSTRAINT tooldb_agentdecision_id IF NOT EXISTS FOR (n:AgentDecision) REQUIRE n.id IS UNIQUE;
+CREATE CONSTRAINT tooldb_agenttool_id IF NOT EXISTS FOR (n:AgentTool) REQUIRE n.id IS UNIQUE;
+CREATE CONSTRAINT tooldb_run_id IF NOT EXISTS FOR (n:Run) REQUIRE n.id IS UNIQUE;
+CREATE CONSTRAINT tooldb_toolcall_id IF NOT EXISTS FOR (n:ToolCall) REQUIRE n.id IS UNIQUE;
+CREATE CONSTRAINT tooldb_toolresult_id IF NOT EXISTS FOR (n:ToolResult) REQUIRE n.id IS UNIQUE;
+MERGE (n:Run {id: 'run:60c5417200e644a3839ee14698f115cd'}) SET n += {run_id: '60c5417200e644a3839ee14698f115cd', task: 'convert 100 C to F', status: 'success', mode: 'router', agent: 'converter', started_at: 1795707845.0269697, ended_at: 1795707846.7761607, duration_ms: 1749.191, output: '212.0', requires_review: false};
+MERGE (n:AgentDecision {id: 'decision:5'}) SET n += {decision_id: 5, task: 'convert 100 C to F', k: 5, chosen: 'convert_temperature', embedder: 'local:all-MiniLM-L6-v2', duration_ms: 1572.4408529999891, created_at: 1795707846.6147285};
+MERGE (n:AgentTool {id: 'tool:convert_temperature'}) SET n += {name: 'convert_temperature'};
+MERGE (n:ToolCall {id: 'call:9'}) SET n += {call_id: 9, tool: 'convert_temperature', tool_version: 1, arguments: '{"from_unit": "C", "to_unit": "F", "value": 100}', started_at: 1795707846.7553618, duration_ms: 13.598723000086466};
+MERGE (n:ToolResult {id: 'result:9'}) SET n += {success: true, output: '212.0', output_size: 5};
+MATCH (a:Run {id: 'run:60c5417200e644a3839ee14698f115cd'}), (b:AgentDecision {id: 'decision:5'}) MERGE (a)-[r:MADE_DECISION]->(b);
+MATCH (a:AgentDecision {id: 'decision:5'}), (b:AgentTool {id: 'tool:convert_temperature'}) MERGE (a)-[r:CONSIDERED]->(b) SET r += {rank: 1, final: 1.00906, relevance: 1.0, dense: 0.447387, lexical: 9.144534, success: 0.916667, latency: 0.581203};
+MATCH (a:AgentDecision {id: 'decision:5'}), (b:AgentTool {id: 'tool:convert_temperature'}) MERGE (a)-[r:SELECTED_TOOL]->(b);
+MATCH (a:Run {id: 'run:60c5417200e644a3839ee14698f115cd'}), (b:ToolCall {id: 'call:9'}) MERGE (a)-[r:MADE_CALL]->(b);
+MATCH (a:ToolCall {id: 'call:9'}), (b:AgentTool {id: 'tool:convert_temperature'}) MERGE (a)-[r:CALLED_TOOL]->(b) SET r += {version: 1};
+MATCH (a:ToolCall {id: 'call:9'}), (b:ToolResult {id: 'result:9'}) MERGE (a)-[r:RESULTED_IN]->(b);
+MATCH (a:AgentDecision {id: 'decision:5'}), (b:ToolCall {id: 'call:9'}) MERGE (a)-[r:LED_TO]->(b);
