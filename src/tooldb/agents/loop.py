@@ -482,20 +482,6 @@ class _Run:
             return await on_needs_retry(self, name, arguments, result, context)
         return result
 
-    def _retry_hint(self, name: str, result: ToolResult) -> ToolResult:
-        """An agent tool asked for a narrower or clearer task (status ``needs_retry``):
-        the model is told so, and it counts against the tool's retry budget."""
-        self.argument_errors[name] += 1
-        left = self.limits.max_retries_per_tool - self.argument_errors[name] + 1
-        hint = (
-            f" (call {name!r} again with the task refined as asked: {left} "
-            f"{'retry' if left == 1 else 'retries'} left)"
-            if left > 0
-            else " (no retries left for this tool)"
-        )
-        text = f"{result.error}{hint}"
-        return result.model_copy(update={"error": text, "output": text})
-
     # -- outcomes ----------------------------------------------------------
     def _result(
         self, status: RunStatus, *, output: str = "", error: str | None = None

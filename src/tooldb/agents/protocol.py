@@ -39,13 +39,13 @@ async def on_needs_retry(
     status = result.data
     target = status.get("target") if isinstance(status, dict) else None
     if not target or target == name:
-        return run._retry_hint(name, result)
+        return retry_hint(run, name, result)
     if target not in run.toolbox.offered:
         text = (
             f"{result.error} (its target {target!r} is not a tool of this run: retry it "
             "yourself with the refinement)"
         )
-        return run._retry_hint(name, result.model_copy(update={"error": text}))
+        return retry_hint(run, name, result.model_copy(update={"error": text}))
     cap = run.loop.retry_caps.get(target, run.limits.max_retries_per_tool)
     used = run.target_retries[target]
     refinement = str(status.get("refinement") or "") if isinstance(status, dict) else ""
@@ -90,6 +90,22 @@ async def on_needs_retry(
         return again.model_copy(update={"output": head + again.output})
     text = head + f"failed: {again.error}"
     return again.model_copy(update={"error": text, "output": text})
+
+
+def retry_hint(run: _Run, name: str, result: ToolResult) -> ToolResult:
+    """An agent tool asked for a narrower or clearer task of its own (``needs_retry``
+    with no other target): the model is told so, and it counts against the tool's
+    retry budget (shared with argument errors)."""
+    run.argument_errors[name] += 1
+    left = run.limits.max_retries_per_tool - run.argument_errors[name] + 1
+    hint = (
+        f" (call {name!r} again with the task refined as asked: {left} "
+        f"{'retry' if left == 1 else 'retries'} left)"
+        if left > 0
+        else " (no retries left for this tool)"
+    )
+    text = f"{result.error}{hint}"
+    return result.model_copy(update={"error": text, "output": text})
 
 
 def _refined_arguments(
