@@ -79,6 +79,7 @@ class Table:
 class Schema:
     dialect: str
     tables: dict[str, Table]
+    _vectors: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def table(self, name: str) -> Table | None:
         wanted = name.lower()
@@ -86,6 +87,19 @@ class Schema:
 
     def describe(self, names: list[str]) -> str:
         return "\n".join(self.tables[name].describe() for name in names if name in self.tables)
+
+    def document_vectors(self, embedder: Embedder) -> Any:
+        """The tables' documents embedded once per embedder (normalised rows, in table
+        order): a question then costs one embedding, not one per table."""
+        key = f"{type(embedder).__module__}.{type(embedder).__name__}:{id(embedder)}"
+        found = self._vectors.get(key)
+        if found is None:
+            texts = [table.document() for table in self.tables.values()]
+            found = np.asarray(embedder.embed(texts), dtype=np.float64)
+            norms = np.linalg.norm(found, axis=1, keepdims=True)
+            found = found / np.where(norms == 0, 1.0, norms)
+            self._vectors[key] = found
+        return found
 
 
 _SCHEMAS: dict[str, Schema] = {}
@@ -176,13 +190,9 @@ def relevant_tables(
     if scores.max(initial=0.0) > 0:
         scores = scores / scores.max()
     if embedder is not None:
-        vectors = np.asarray(
-            embedder.embed([question, *(schema.tables[n].document() for n in names)]),
-            dtype=np.float64,
-        )
-        norms = np.linalg.norm(vectors, axis=1)
-        norms[norms == 0] = 1.0
-        cosine = (vectors[1:] @ vectors[0]) / (norms[1:] * norms[0])
+        documents = schema.document_vectors(embedder)
+        query = np.asarray(embedder.embed([question]), dtype=np.float64)[0]
+        cosine = documents @ query / (np.linalg.norm(query) or 1.0)
         spread = cosine.max() - cosine.min()
         dense = (cosine - cosine.min()) / spread if spread > 0 else np.zeros_like(cosine)
         scores = 0.5 * scores + 0.5 * dense
