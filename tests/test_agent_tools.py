@@ -156,12 +156,14 @@ def test_shared_state_is_seen_both_ways_and_persisted(reg: Registry) -> None:
 
     result = AgentLoop(reg, FunctionModel(boss), tools=["whoami", "worker"]).run("share")
     assert result.status is RunStatus.SUCCESS
-    assert result.data["state"] == {"seen": 2}  # the parent's call, then the child's
+    # the parent's call, then the child's; the child's status and payload under its name
+    final = {"seen": 2, "worker_status": "success", "worker_result": "noted"}
+    assert result.data["state"] == final
     stored = reg.store.get_run_details(reg.tenant, result.run_id)
-    assert stored is not None and stored["data"]["state"] == {"seen": 2}
+    assert stored is not None and stored["data"]["state"] == final
     child = reg.store.list_runs(reg.tenant, parent_run_id=result.run_id)[0]
     child_row = reg.store.get_run_details(reg.tenant, child.id)
-    assert child_row is not None and child_row["data"]["state"] == {"seen": 2}
+    assert child_row is not None and child_row["data"]["state"] == {"seen": 2}  # as it ended
 
 
 def test_recursion_and_depth_are_bounded(reg: Registry) -> None:

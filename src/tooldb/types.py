@@ -336,8 +336,11 @@ class LoopContext(BaseModel):
     is_subagent: bool = False
     parent_run_id: str | None = None
     agent: str | None = None
-    #: Mutable state shared by the tools (and sub-agents) of one run tree.
+    #: Mutable state shared by the tools (and sub-agents) of one run tree; an agent
+    #: tool with a state contract gets only the keys it reads (agents/orchestrate.py).
     state: dict[str, Any] = Field(default_factory=dict)
+    #: The run's model (agent tools with ``model: inherit`` run on it); not serialised.
+    model: Any = Field(default=None, exclude=True, repr=False)
 
 
 class RunResult(BaseModel):
@@ -512,6 +515,14 @@ class AgentSpec(BaseModel):
     #: Also register the agent as a tool of kind ``agent`` (same name), so other agents
     #: and callers can delegate to it (agents/orchestrate.py).
     as_tool: bool = False
+    #: The state contract of an agent tool: the shared-state keys it is given (in its
+    #: prompt and its LoopContext) and the keys it may write back. None for both: the
+    #: agent shares the caller's whole state (no contract).
+    reads: list[str] | None = None
+    writes: list[str] | None = None
+    #: Per-target retry caps of an orchestrator: how many times a ``needs_retry`` may
+    #: re-run each target (others: ``max_retries_per_tool``).
+    retries: dict[str, int] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
@@ -533,8 +544,24 @@ class AgentSpec(BaseModel):
     def _valid_name(cls, value: str) -> str:
         return check_name(value, "agent name")
 
+    @field_validator("retries")
+    @classmethod
+    def _valid_retries(cls, value: dict[str, int]) -> dict[str, int]:
+        bad = {k: v for k, v in value.items() if isinstance(v, bool) or v < 0}
+        if bad:
+            raise ValueError(f"retry caps must be whole numbers >= 0, got {bad}")
+        return value
+
+    @property
+    def has_contract(self) -> bool:
+        return self.reads is not None or self.writes is not None
+
     def content_hash(self) -> str:
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        data = self.model_dump(mode="json")
+        for key in ("reads", "writes", "retries"):  # unset: the hash agents had before them
+            if data[key] in (None, {}):
+                del data[key]
+        canonical = json.dumps(data, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 

@@ -27,7 +27,9 @@ from ..recording import HeldRecords
 from ..types import LoopContext, RunResult, RunStatus, SkillSpec, ToolRecord, ToolResult, ToolUse
 from . import builtins
 from .access import access_problem
+from .choice import refuse_turn
 from .limits import Limits
+from .protocol import on_needs_retry
 from .run_log import RunLog, storable_use
 from .toolbox import Builtin, Toolbox
 from .tracing import Tracer, tracer_for
@@ -80,6 +82,7 @@ class AgentLoop:
         subagents: bool = False,
         builtins: Sequence[Builtin] = (),
         tracer: Tracer | None = None,
+        retry_caps: dict[str, int] | None = None,
     ) -> None:
         self.registry = registry
         self.model = model
@@ -94,6 +97,7 @@ class AgentLoop:
         self.subagents = subagents
         self.extra_builtins = list(builtins)
         self.tracer = tracer or tracer_for(registry.settings)
+        self.retry_caps = dict(retry_caps or {})  # per needs_retry target (protocol.py)
 
     def run(self, task: str, *, parent: LoopContext | None = None) -> RunResult:
         """Run ``task`` to an answer, a limit or a failure; never raises for either."""
@@ -131,6 +135,10 @@ class _Run:
         self.iteration = 0
         self.calls_made = 0
         self.argument_errors: Counter[str] = Counter()
+        self.target_retries: Counter[str] = Counter()  # re-runs per needs_retry target
+        self.retries: list[dict[str, Any]] = []  # the retry chain (protocol.py)
+        self.flagged: str | None = None  # a retry cap reached: the run ends for review
+        self.choice_met = False  # a turn obeyed ``required`` (it then relaxes to auto)
         self.state: dict[str, Any] = parent.state if parent is not None else {}
         self.toolbox = Toolbox(self.registry)
         self.skills_loaded: list[str] = []
@@ -217,6 +225,13 @@ class _Run:
             messages.append(assistant)
             if turn.text.strip():
                 self.last_text = turn.text
+            refused = refuse_turn(choice, turn, self.toolbox.names())
+            if refused:  # the turn broke the tool choice: nothing runs, the model is told
+                messages.extend(refused)
+                self._append(self.iteration, [assistant, *refused])
+                self.iteration += 1
+                continue
+            self.choice_met = True
             if not turn.tool_calls:
                 if turn.text.strip():
                     self._append(self.iteration, [assistant])
@@ -275,7 +290,7 @@ class _Run:
 
     def _choice(self) -> ToolChoice:
         choice = self.loop.tool_choice
-        if choice.mode == "required" and self.iteration > 0:
+        if choice.mode == "required" and self.choice_met:
             return ToolChoice("auto")
         return choice
 
@@ -464,22 +479,8 @@ class _Run:
         finally:
             leave_call(scope)
         if not result.success and needs_retry(result):
-            return self._retry_hint(name, result)
+            return await on_needs_retry(self, name, arguments, result, context)
         return result
-
-    def _retry_hint(self, name: str, result: ToolResult) -> ToolResult:
-        """An agent tool asked for a narrower or clearer task (status ``needs_retry``):
-        the model is told so, and it counts against the tool's retry budget."""
-        self.argument_errors[name] += 1
-        left = self.limits.max_retries_per_tool - self.argument_errors[name] + 1
-        hint = (
-            f" (call {name!r} again with the task refined as asked: {left} "
-            f"{'retry' if left == 1 else 'retries'} left)"
-            if left > 0
-            else " (no retries left for this tool)"
-        )
-        text = f"{result.error}{hint}"
-        return result.model_copy(update={"error": text, "output": text})
 
     # -- outcomes ----------------------------------------------------------
     def _result(
@@ -543,7 +544,11 @@ class _Run:
             "tool_calls": [storable_use(use) for use in result.tool_calls],
             "skills_loaded": list(self.skills_loaded),
             "state": self.state,  # shared by the run tree: persisted as each run ends
+            "retries": self.retries,
         }
+        if self.flagged and result.status is RunStatus.SUCCESS:
+            result.status, result.requires_review = RunStatus.PARTIAL, True
+            result.review_reason = self.flagged
         self.log.finish(result)
 
 

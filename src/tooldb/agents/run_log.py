@@ -135,3 +135,25 @@ def _json_text(value: Any) -> str:
         except UnicodeEncodeError:
             pass  # a lone surrogate: clean below
     return json.dumps(storable_value(json.loads(text)), ensure_ascii=False)
+
+
+def resolve_run_id(store: Store, tenant: str, given: str) -> str:
+    """The full id of the run ``given`` names: its id, any prefix of it that no other
+    run of the tenant shares (``tooldb runs`` prints the first 12 characters), or
+    ``last`` for the tenant's latest run."""
+    from ..errors import NotFound, UsageError
+
+    text = given.strip().lower()
+    if text == "last":
+        latest = store.list_runs(tenant, limit=1)
+        if not latest:
+            raise NotFound(f"no run yet in tenant {tenant!r}")
+        return latest[0].id
+    found = store.run_ids_with_prefix(tenant, text, limit=2)
+    if not found:
+        raise NotFound(f"no run {given!r} in tenant {tenant!r}")
+    if len(found) > 1 and text not in found:
+        raise UsageError(
+            f"run id prefix {given!r} is ambiguous ({', '.join(found)} ...): give more characters"
+        )
+    return text if text in found else found[0]

@@ -20,6 +20,15 @@ if TYPE_CHECKING:
     from ..types import RunResult, ToolResult
 
 
+#: StopReason values as the GenAI convention's finish reasons (OpenAI's vocabulary).
+FINISH_REASONS = {
+    "end": "stop",
+    "tool_calls": "tool_calls",
+    "max_tokens": "length",
+    "refusal": "content_filter",
+}
+
+
 class SpanHandle:
     """What the loop may add to a span it opened (no-op without a real span)."""
 
@@ -36,7 +45,8 @@ class SpanHandle:
         self.set("gen_ai.response.model", turn.model)
         self.set("gen_ai.usage.input_tokens", turn.usage.input_tokens)
         self.set("gen_ai.usage.output_tokens", turn.usage.output_tokens)
-        self.set("gen_ai.response.finish_reasons", [turn.stop_reason.value])
+        reason = FINISH_REASONS.get(turn.stop_reason.value, turn.stop_reason.value)
+        self.set("gen_ai.response.finish_reasons", [reason])
 
     def set_result(self, result: RunResult | ToolResult) -> None:
         if self.span is None:
@@ -75,12 +85,17 @@ class Tracer:
         return self
 
     @contextmanager
-    def _span(self, name: str, attributes: dict[str, Any]) -> Iterator[SpanHandle]:
+    def _span(
+        self, name: str, attributes: dict[str, Any], client: bool = False
+    ) -> Iterator[SpanHandle]:
         if self._tracer is None or (self._global_provider and not _provider_installed()):
             yield SpanHandle()
             return
+        from opentelemetry.trace import SpanKind
+
         clean = {k: v for k, v in attributes.items() if v is not None}
-        with self._tracer.start_as_current_span(name, attributes=clean) as span:
+        kind = SpanKind.CLIENT if client else SpanKind.INTERNAL  # a model is a remote call
+        with self._tracer.start_as_current_span(name, kind=kind, attributes=clean) as span:
             yield SpanHandle(span)
 
     def run_span(self, run_id: str, agent: str | None, model: str | None) -> Any:
@@ -105,6 +120,7 @@ class Tracer:
                 "gen_ai.request.model": name or model,
                 "tooldb.iteration": iteration,
             },
+            client=True,
         )
 
     def tool_span(self, tool: str, call_id: str) -> Any:

@@ -94,6 +94,7 @@ class TurnContext:
                 is_subagent=run.parent is not None,
                 parent_run_id=run.parent.run_id if run.parent else None,
                 agent=run.loop.agent,
+                model=run.loop.model,
             )
             # the run tree's one dict, not a validated copy: tools' writes must be shared
             self._context.state = run.state

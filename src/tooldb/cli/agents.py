@@ -41,6 +41,15 @@ def run(
         str | None, typer.Option(help="auto | required | required:TOOL | none (LLM loop only).")
     ] = None,
     k: Annotated[int, typer.Option("-k", "--k", min=1, help="Router: candidates to try.")] = 5,
+    max_iterations: Annotated[
+        int | None, typer.Option(min=1, help="LLM loop: model turns at most.")
+    ] = None,
+    max_tool_calls: Annotated[
+        int | None, typer.Option(min=1, help="LLM loop: tool calls at most.")
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option(min=0.001, help="LLM loop: wall-clock seconds at most.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a task: the LLM tool-calling loop with a model, the router (no LLM) without.
@@ -50,10 +59,14 @@ def run(
     if len(task) == 2 and task[0] == "show":
         return show_run(task[1], as_json)
     from ..agents import run_task
+    from ..agents.telemetry import exporting_spans
 
     text = " ".join(task)
-    with _registry(as_json) as registry, _errors():
-        result = run_task(registry, text, agent=agent, model=model, tool_choice=tool_choice, k=k)
+    limits = {"max_iterations": max_iterations, "max_tool_calls": max_tool_calls,
+              "timeout_s": timeout}  # fmt: skip
+    with _registry(as_json) as registry, _errors(), exporting_spans():
+        result = run_task(registry, text, agent=agent, model=model, tool_choice=tool_choice, k=k,
+                          limits={n: v for n, v in limits.items() if v is not None})  # fmt: skip
     if as_json:
         _print_json(_result_json(result))
     else:
@@ -63,9 +76,11 @@ def run(
 
 
 def show_run(run_id: str, as_json: bool) -> None:
+    from ..agents.run_log import resolve_run_id
     from ..errors import NotFound
 
     with _registry(as_json) as registry, _errors():
+        run_id = resolve_run_id(registry.store, registry.tenant, run_id)
         details = registry.store.get_run_details(registry.tenant, run_id)
         if details is None:
             raise NotFound(f"no run {run_id!r} in tenant {registry.tenant!r}")
@@ -94,6 +109,10 @@ def show_run(run_id: str, as_json: bool) -> None:
         from ..builtins.planning import render
 
         _out.print("plan:\n" + _text(render(plan)))
+    data = details["data"] if isinstance(details.get("data"), dict) else {}
+    for link in data.get("retries") or []:  # the needs_retry chain (agents/protocol.py)
+        step = f"{link['from']} -> {link['target']} ({link['attempt']} of {link['cap']})"
+        _out.print(_text(f"retry: {step}: {link['refinement']} -> {link.get('outcome')}"))
     if details["requires_review"]:
         _out.print(f"requires review: {_text(details['review_reason'] or '')}")
     for child in children:

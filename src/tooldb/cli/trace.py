@@ -25,12 +25,14 @@ def trace(
     as_json: JsonOpt = False,
 ) -> None:
     """A run as a tree: task, selection decisions, calls and results, child runs."""
+    from ..agents.run_log import resolve_run_id
     from ..provenance.export import push as push_graph
     from ..provenance.export import to_cypher
 
     with _registry(as_json) as registry, _errors():
         if cypher and push:
             raise UsageError("--cypher and --push are two ways out: choose one")
+        run_id = resolve_run_id(registry.store, registry.tenant, run_id)
         found = registry.trace(run_id)
         if push:
             sent = push_graph(found.graph, registry.settings)
@@ -83,6 +85,13 @@ def _run_tree(run: dict[str, Any]) -> Tree:
     tree.add(f"task: {_text(run['task'][:200])}")
     for skill in run["skills_loaded"]:
         tree.add(f"loaded skill {_text(skill)}")
+    for link in run.get("retries") or []:  # needs_retry re-runs (agents/protocol.py)
+        step = f"{link['from']} -> {link['target']} ({link['attempt']} of {link['cap']})"
+        tree.add(_text(f"retry: {step}: {link['refinement']} -> {link.get('outcome')}"))
+    if run.get("state"):  # its short values: statuses, a chart's path ...
+        branch = tree.add("state")
+        for key, value in run["state"].items():
+            branch.add(_text(f"{key} = {value}"))
     for event in run["events"]:
         if event["type"] == "decision":
             branch = tree.add(

@@ -251,8 +251,19 @@ def _tree(
         "error": run["error"],
         "review_reason": run["review_reason"],
         "skills_loaded": list((data or {}).get("skills_loaded") or []),
+        "retries": list((data or {}).get("retries") or []),
+        "state": _short_state((data or {}).get("state")),
         "events": [event for _, event in events],
     }
+
+
+def _short_state(state: Any) -> dict[str, Any]:
+    """The run's shared state as it ended, its short plain values only (a chart's path,
+    statuses; not result rows)."""
+    if not isinstance(state, dict):
+        return {}
+    plain = (str, int, float, bool)
+    return {k: v for k, v in state.items() if isinstance(v, plain) and len(str(v)) <= 200}
 
 
 def _decision_event(decision: dict[str, Any]) -> dict[str, Any]:

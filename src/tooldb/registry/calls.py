@@ -26,7 +26,7 @@ from ..recording import HeldRecords, Recorder
 from ..settings import Settings
 from ..stores import RunMessages, Store, ToolHead
 from ..types import BoundCall, ErrorKind, ToolKind, ToolRecord, ToolResult
-from .inline_calls import InlineCall
+from .inline_calls import InlineCall, runs_blocking
 from .parallel import run_many
 
 if TYPE_CHECKING:
@@ -184,8 +184,7 @@ class CallPath:
         held = also.held if also is not None and self.recorder.enabled else None
         bound = self._bind_recording_rejects(name, arguments, run_id, held)
         executor = self._executor(bound.tool)
-        blocking = getattr(executor, "blocking", None)
-        waits = blocking is None or not blocking(bound.tool)
+        waits = not runs_blocking(executor, bound)
         if also is not None:
             also.before_run(bound.tool, waits)
         if waits:

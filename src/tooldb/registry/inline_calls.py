@@ -28,6 +28,20 @@ Plan = Callable[[BoundCall], tuple[Executor, float | None]]
 Finish = Callable[[BoundCall, Outcome], ToolResult]
 
 
+def runs_blocking(executor: Executor, bound: BoundCall) -> bool:
+    """Whether the tool only blocks a thread (the Blocking protocol, without a
+    runtime-checkable isinstance). A tool the executor cannot even load (a module that
+    no longer imports) is not: the caller then runs it the long way, where the failure
+    is recorded like any other."""
+    blocking = getattr(executor, "blocking", None)
+    if blocking is None:
+        return False
+    try:
+        return bool(blocking(bound.tool))
+    except Exception:
+        return False
+
+
 class InlineCall:
     """The shared state of one call between the worker thread and the awaiting caller."""
 
@@ -46,8 +60,7 @@ class InlineCall:
         BoundCall for the caller to run on its loop."""
         bound = self._bind()
         executor, timeout_s = self._plan(bound)
-        blocking = getattr(executor, "blocking", None)  # the Blocking protocol, without
-        if blocking is None or not blocking(bound.tool):  # a runtime-checkable isinstance
+        if not runs_blocking(executor, bound):
             return bound
         with self._lock:
             if self._given_up:

@@ -170,6 +170,20 @@ class AgentRows:
             row = conn.execute(query).first()
         return dict(row._mapping) if row else None
 
+    def run_ids_with_prefix(self, tenant: str, prefix: str, limit: int = 2) -> list[str]:
+        """Ids of this tenant's runs that start with ``prefix`` (run ids are hex, so a
+        prefix with LIKE's wildcards or anything else matches nothing)."""
+        if not prefix or not all(c in "0123456789abcdef" for c in prefix):
+            return []
+        query = (
+            sa.select(runs.c.id)
+            .where(runs.c.tenant == tenant, runs.c.id.like(f"{prefix}%"))
+            .order_by(runs.c.id)
+            .limit(limit)
+        )
+        with self._guard(), self._reader.connect() as conn:
+            return [row[0] for row in conn.execute(query)]
+
     def list_runs(
         self,
         tenant: str,
