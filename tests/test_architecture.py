@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("registry", ("registry", "openapi")),
     ("agents", ("agents",)),
     ("public API", ("", "examples")),  # "" is tooldb/__init__.py itself
-    ("interfaces", ("cli", "mcp.server", "__main__")),
+    ("interfaces", ("cli", "mcp.server", "__main__", "server")),
 ]
 
 
