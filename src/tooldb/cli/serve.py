@@ -44,9 +44,13 @@ def serve(
     ] = 1 << 20,
 ) -> None:
     """Serve the REST API under /api/ (OpenAPI at /docs) and the dashboard at /."""
-    import uvicorn
+    try:
+        import uvicorn
 
-    from ..server import ServerConfig, create_app
+        from ..server import ServerConfig, create_app
+    except ImportError as exc:
+        sys.stderr.write(f"error: tooldb serve needs {exc.name}: pip install 'tooldb[server]'\n")
+        raise typer.Exit(2) from None
 
     config = ServerConfig(
         host=host, no_auth=no_auth, max_body_bytes=max_body_bytes,
