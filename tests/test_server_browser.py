@@ -18,6 +18,9 @@ from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.expected_conditions import staleness_of
+from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.server_support import XSS_NAME, seed, serving
 from tooldb import Registry
@@ -60,8 +63,15 @@ def sign_in(driver: WebDriver, url: str, key: str) -> None:
     driver.get(f"{url}/")
     assert "/login" in driver.current_url  # no key, no page
     driver.find_element(By.NAME, "key").send_keys(key)
-    driver.find_element(By.CSS_SELECTOR, "form.login button").click()
+    follow(driver, driver.find_element(By.CSS_SELECTOR, "form.login button"))
     assert driver.find_element(By.TAG_NAME, "h1").text.startswith("Tools")
+
+
+def follow(driver: WebDriver, element: WebElement) -> None:
+    """Click a link or a form's button and wait for the next page to replace this one."""
+    page = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, 20).until(staleness_of(page))
 
 
 def no_alert(driver: WebDriver) -> bool:
@@ -72,7 +82,7 @@ def no_alert(driver: WebDriver) -> bool:
     return False
 
 
-def row_of(driver: WebDriver, tool: str) -> object:
+def row_of(driver: WebDriver, tool: str) -> WebElement:
     for row in driver.find_elements(By.CSS_SELECTOR, "#tools tbody tr"):
         if row.get_attribute("data-tool") == tool:
             return row
@@ -92,12 +102,12 @@ def test_dashboard_in_a_browser(browser: WebDriver, sqlite_registry: Registry) -
         assert browser.find_elements(By.CSS_SELECTOR, "#tools svg.spark")
         assert no_alert(browser)
         flaky = row_of(browser, "flaky")
-        assert flaky.find_element(By.CSS_SELECTOR, "td.state").text == "disabled"  # type: ignore[attr-defined]
+        assert flaky.find_element(By.CSS_SELECTOR, "td.state").text == "disabled"
         shot(browser, "tools")
 
         # a user disables a tool and sees it disabled
-        row_of(browser, "add").find_element(By.CSS_SELECTOR, "button.toggle").click()  # type: ignore[attr-defined]
-        assert row_of(browser, "add").find_element(By.CSS_SELECTOR, "td.state").text == "disabled"  # type: ignore[attr-defined]
+        follow(browser, row_of(browser, "add").find_element(By.CSS_SELECTOR, "button.toggle"))
+        assert row_of(browser, "add").find_element(By.CSS_SELECTOR, "td.state").text == "disabled"
         assert not registry.get("add").enabled
 
         # sorting by calls puts the busiest tool first
@@ -108,19 +118,19 @@ def test_dashboard_in_a_browser(browser: WebDriver, sqlite_registry: Registry) -
         assert first == "flaky"
 
         # the review queue lists the partial run; its page shows turns, calls, graph
-        browser.find_element(By.LINK_TEXT, "Review queue").click()
+        follow(browser, browser.find_element(By.LINK_TEXT, "Review queue"))
         queue = browser.find_element(By.ID, "runs").text
         assert seeded.partial_run[:12] in queue and "partial" in queue
         assert seeded.success_run[:12] not in queue
         shot(browser, "review")
-        browser.find_element(By.LINK_TEXT, seeded.partial_run[:12]).click()
+        follow(browser, browser.find_element(By.LINK_TEXT, seeded.partial_run[:12]))
         assert "reached the limit of 2 iterations" in browser.find_element(By.TAG_NAME, "main").text
         browser.get(f"{url}/runs/{seeded.success_run}")
         assert len(browser.find_elements(By.CSS_SELECTOR, "ol.turns li")) == 4
         assert browser.find_elements(By.CSS_SELECTOR, ".graph svg g.node.run")
         assert browser.find_elements(By.CSS_SELECTOR, ".graph svg g.node.result-ok")
         shot(browser, "run")
-        browser.find_element(By.CSS_SELECTOR, "#calls td a").click()
+        follow(browser, browser.find_element(By.CSS_SELECTOR, "#calls td a"))
         assert "add" in browser.find_element(By.TAG_NAME, "h1").text
         shot(browser, "call")
 
@@ -133,7 +143,7 @@ def test_dashboard_in_a_browser(browser: WebDriver, sqlite_registry: Registry) -
         browser.get(f"{url}/select")
         box = browser.find_element(By.NAME, "task")
         box.send_keys("echo some text back")
-        box.submit()
+        follow(browser, browser.find_element(By.CSS_SELECTOR, "form.select button"))
         ranking = browser.find_elements(By.CSS_SELECTOR, "#ranking tbody tr")
         assert ranking and ranking[0].find_elements(By.TAG_NAME, "td")[1].text == "echo"
         headers = browser.find_element(By.CSS_SELECTOR, "#ranking thead").text
@@ -141,11 +151,14 @@ def test_dashboard_in_a_browser(browser: WebDriver, sqlite_registry: Registry) -
         shot(browser, "select")
 
         # OODA: the act that disabled flaky, undone from the page
-        browser.find_element(By.LINK_TEXT, "OODA").click()
+        follow(browser, browser.find_element(By.LINK_TEXT, "OODA"))
         acts = browser.find_element(By.ID, "acts").text
         assert "flaky" in acts and "disable" in acts
+        follow(browser, browser.find_element(By.ID, "analyse"))
+        findings = browser.find_element(By.ID, "findings").text
+        assert "flaky" in findings and "low_success" in findings
         shot(browser, "ooda")
-        browser.find_element(By.CSS_SELECTOR, "#acts button").click()
+        follow(browser, browser.find_element(By.CSS_SELECTOR, "#acts button"))
         assert "undone by" in browser.find_element(By.ID, "acts").text
         assert registry.get("flaky").enabled
 
@@ -155,10 +168,12 @@ def test_dashboard_in_a_browser(browser: WebDriver, sqlite_registry: Registry) -
         sign_in(browser, url, reader)
         assert browser.find_elements(By.CSS_SELECTOR, "#tools button.toggle") == []
         state = registry.get("echo").enabled
+        page = browser.find_element(By.TAG_NAME, "html")
         browser.execute_script(
             "const f = document.createElement('form'); f.method = 'post';"
             "f.action = '/tools/echo/disable'; document.body.appendChild(f); f.submit();"
         )
+        WebDriverWait(browser, 20).until(staleness_of(page))
         assert "Cannot do that" in browser.find_element(By.TAG_NAME, "h1").text
         assert registry.get("echo").enabled == state
 

@@ -197,12 +197,14 @@ def install(app: FastAPI) -> None:
         return _render(request, "call.html", principal, found=found)
 
     @app.get("/ooda", include_in_schema=False)
-    def ooda_page(request: Request) -> HTMLResponse:
+    def ooda_page(request: Request, analyse: bool = False) -> HTMLResponse:
+        """The acts, and on request a fresh analysis (it reads the whole window of the
+        call log, so it is not done on every view)."""
         principal = _principal(request)
         optimizer = _registry(request, principal).ooda
         return _render(
-            request, "ooda.html", principal, findings=optimizer.findings(),
-            acts=optimizer.history(100),
+            request, "ooda.html", principal, acts=optimizer.history(100), analysed=analyse,
+            findings=optimizer.findings() if analyse else [],
         )  # fmt: skip
 
     @app.post("/ooda/acts/{act_id}/undo", include_in_schema=False)
