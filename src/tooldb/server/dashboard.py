@@ -24,7 +24,7 @@ from .api_runs import run_details
 from .app import COOKIE, ServerState, state_of
 from .auth import Principal, Scope
 from .problems import status_of
-from .views import DAYS, draw_graph, sparkline, week_start
+from .views import WeekCounts, draw_graph, sparkline
 
 PAGE = 50
 _package = files("tooldb.server")
@@ -90,6 +90,7 @@ class _Refused(Exception):
 def install(app: FastAPI) -> None:
     """Add the dashboard's pages, forms and static files to ``app``."""
     app.mount("/static", StaticFiles(directory=str(_package / "static")), name="static")
+    week_counts = WeekCounts()
 
     @app.exception_handler(_SignIn)
     async def _sign_in(request: Request, _: _SignIn) -> Response:
@@ -131,7 +132,7 @@ def install(app: FastAPI) -> None:
         pages = max(1, math.ceil(len(every) / PAGE))
         shown = every[(page - 1) * PAGE : page * PAGE]
         names = [t.name for t in shown]
-        days = registry.store.calls_per_day(registry.tenant, names, week_start(), DAYS)
+        days = week_counts.counts(registry.store, registry.tenant, names)
         p50 = registry.store.recent_p50_ms(registry.tenant, names)
         rows = [
             {"tool": t, "p50": p50.get(t.name), "spark": sparkline(days.get(t.name, []))}

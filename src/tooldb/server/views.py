@@ -3,11 +3,13 @@ escaped text: 7-day sparklines and a run's provenance graph laid out as SVG."""
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from ..provenance.graph import ProvenanceGraph
+from ..stores import Store
 
 DAYS = 7
 DAY_S = 86_400.0
@@ -27,17 +29,45 @@ class Sparkline:
     title: str
 
 
-def sparkline(days: list[tuple[int, int]]) -> Sparkline:
+def sparkline(days: list[int]) -> Sparkline:
     """A polyline of calls per day, scaled to the busiest day."""
-    top = max((calls for calls, _ in days), default=0) or 1
+    top = max(days, default=0) or 1
     step = SPARK_W / max(len(days) - 1, 1)
     points = " ".join(
         f"{i * step:.1f},{SPARK_H - 2 - (calls / top) * (SPARK_H - 4):.1f}"
-        for i, (calls, _) in enumerate(days)
+        for i, calls in enumerate(days)
     )
-    parts = [f"{calls} ({calls - ok} failed)" if calls - ok else str(calls) for calls, ok in days]
-    title = "calls per day, last 7 days: " + ", ".join(parts)
-    return Sparkline(points, sum(calls for calls, _ in days), title)
+    title = "calls per day, last 7 days: " + ", ".join(str(calls) for calls in days)
+    return Sparkline(points, sum(days), title)
+
+
+class WeekCounts:
+    """Calls per day over the last 7 days for a page of tools. The six complete days
+    cannot change (calls are recorded as they happen), so their counts are kept for
+    ``ttl_s`` and only today's are counted on each view: a sixth of the index range."""
+
+    def __init__(self, ttl_s: float = 600.0, max_entries: int = 100_000) -> None:
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self._past: dict[tuple[str, str, float], tuple[float, list[int]]] = {}
+
+    def counts(self, store: Store, tenant: str, names: list[str]) -> dict[str, list[int]]:
+        since = week_start()
+        today = since + (DAYS - 1) * DAY_S
+        now = time.monotonic()
+        stale = [
+            name
+            for name in names
+            if now - self._past.get((tenant, name, since), (-math.inf, []))[0] > self.ttl_s
+        ]
+        if stale:
+            if len(self._past) > self.max_entries:
+                self._past.clear()
+            fetched = store.calls_per_day(tenant, stale, since, DAYS - 1)
+            for name in stale:
+                self._past[(tenant, name, since)] = (now, fetched[name])
+        current = store.calls_per_day(tenant, names, today, 1)
+        return {name: self._past[(tenant, name, since)][1] + current[name] for name in names}
 
 
 #: Columns of the provenance drawing, left to right.
