@@ -227,3 +227,48 @@ def create_app_for(registry: Registry, config: ServerConfig) -> object:
     from tooldb.server import create_app
 
     return create_app(registry, config)
+
+
+def test_run_events_stream_live(served: tuple[str, Registry, Seeded]) -> None:
+    """A subscriber to a running run gets each message and call as it is written, then
+    the end, without waiting for the run to finish first."""
+    url, registry, _ = served
+    key = create_key(registry.store, registry.tenant, Scope.READ)
+    run_id = "live-run"
+    registry.store.create_run(
+        {"id": run_id, "tenant": registry.tenant, "parent_run_id": None, "agent": None,
+         "mode": "router", "model": None, "task": "live", "status": "running", "metadata": {},
+         "started_at": time.time(), "owner": "test", "lease_expires_at": time.time() + 600}
+    )  # fmt: skip
+    registry.store.append_run_messages(
+        run_id, [(0, 0, "user", json.dumps({"role": "user", "content": "live"}))]
+    )
+    seen: list[tuple[str, float]] = []
+    with client(url, key) as api, api.stream("GET", f"/api/runs/{run_id}/events") as stream:
+        kind = ""
+        for line in stream.iter_lines():
+            if line.startswith("event: "):
+                kind = line[7:]
+                seen.append((kind, time.monotonic()))
+                if kind == "message" and len(seen) == 1:  # the run goes on meanwhile
+                    registry.call("add", {"a": 1}, run_id=run_id)
+                elif kind == "call":
+                    registry.store.finish_run(
+                        run_id,
+                        {"status": "success", "output": "2", "data": None, "error": None,
+                         "requires_review": False, "review_reason": None, "iterations": 1,
+                         "tool_calls": 1, "input_tokens": 0, "output_tokens": 0,
+                         "ended_at": time.time()},
+                    )  # fmt: skip
+            elif line.startswith("data: ") and kind == "end":
+                assert json.loads(line[6:])["status"] == "success"
+    assert [kind for kind, _ in seen] == ["message", "call", "end"]
+
+
+def test_sql_tools_cannot_read_the_key_hashes(registry: Registry) -> None:
+    """api_keys is no tenant's data: SQL tools over the registry cannot read it at all."""
+    create_key(registry.store, registry.tenant, Scope.ADMIN)
+    registry.add({"name": "peek", "kind": "sql", "returns": "table",
+                  "target": "SELECT key_hash FROM api_keys"})  # fmt: skip
+    result = registry.call("peek", {})
+    assert not result.success and result.data is None and result.error
