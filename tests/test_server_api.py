@@ -220,7 +220,9 @@ def test_no_auth_only_on_loopback(registry: Registry) -> None:
     with serving(registry, ServerConfig(no_auth=True)) as url, client(url, None) as api:
         assert api.get("/api/tools").status_code == 200
         assert api.get("/api/openapi.json").json()["info"]["title"] == "tooldb"
-        assert api.get("/docs").status_code == 200
+        docs = api.get("/docs")
+        assert docs.status_code == 200 and "/static/swagger-ui/swagger-ui-bundle.js" in docs.text
+        assert "cdn" not in docs.text and api.get("/static/swagger-ui/swagger-ui.css").is_success
 
 
 def create_app_for(registry: Registry, config: ServerConfig) -> object:

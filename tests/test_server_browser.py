@@ -162,6 +162,15 @@ def test_dashboard_in_a_browser(browser: WebDriver, sqlite_registry: Registry) -
         assert "undone by" in browser.find_element(By.ID, "acts").text
         assert registry.get("flaky").enabled
 
+        # the API reference renders from the package's own Swagger UI
+        browser.get(f"{url}/docs")
+        WebDriverWait(browser, 30).until(
+            lambda driver: driver.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")
+        )
+        paths = {e.text for e in browser.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")}
+        assert "/api/tools/{name}/call" in {p.replace("\u200b", "") for p in paths}
+        shot(browser, "docs")
+
         # a read key sees no buttons, and its forged form is refused
         reader = create_key(registry.store, registry.tenant, Scope.READ)
         browser.delete_all_cookies()

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -127,10 +130,17 @@ async def api_principal(request: Request) -> Principal:
     return principal
 
 
-def require(scope: KeyScope) -> Callable[[Request], Awaitable[Principal]]:
+#: Declares the key in the OpenAPI description (Swagger UI's Authorize button); the
+#: key itself is read by ``api_principal``, which also takes ``X-API-Key``.
+_bearer = HTTPBearer(auto_error=False, description="An API key: `tooldb keys create`")
+
+
+def require(scope: KeyScope) -> Callable[..., Awaitable[Principal]]:
     """A dependency: the caller, who must hold at least ``scope``."""
 
-    async def dependency(request: Request) -> Principal:
+    async def dependency(
+        request: Request, _: HTTPAuthorizationCredentials | None = Depends(_bearer)
+    ) -> Principal:
         principal = await api_principal(request)
         if not principal.may(scope):
             raise HTTPException(
@@ -215,9 +225,22 @@ def create_app(registry: Registry, config: ServerConfig | None = None) -> FastAP
         version=__version__,
         description="The tool registry over HTTP: tools, calls, selection, runs, OODA.",
         openapi_url="/api/openapi.json",
-        docs_url="/docs",
+        docs_url=None,  # served below from the package's own copy of Swagger UI
         redoc_url=None,
     )
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        """The interactive API reference, with Swagger UI vendored in the package
+        (static/swagger-ui/, no CDN)."""
+        return get_swagger_ui_html(
+            openapi_url="/api/openapi.json",
+            title="tooldb API",
+            swagger_js_url="/static/swagger-ui/swagger-ui-bundle.js",
+            swagger_css_url="/static/swagger-ui/swagger-ui.css",
+            swagger_favicon_url="data:,",
+        )
+
     app.state.tooldb = ServerState(registry, config)
     install_problem_handlers(app)
     for module in (api_tools, api_runs, api_ooda):

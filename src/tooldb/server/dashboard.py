@@ -9,7 +9,7 @@ import json
 import math
 from importlib.resources import files
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import jinja2
 from fastapi import FastAPI, Form, Query, Request
@@ -154,7 +154,7 @@ def install(app: FastAPI) -> None:
             registry.disable(name)
         else:
             raise _Refused(f"unknown action {action!r}: enable or disable")
-        return RedirectResponse(request.headers.get("referer") or "/", status_code=303)
+        return RedirectResponse(_back(request), status_code=303)
 
     @app.get("/runs", include_in_schema=False)
     def runs_page(
@@ -239,6 +239,18 @@ def install(app: FastAPI) -> None:
             return tooldb_problem(exc)
         status, _ = status_of(exc)
         return _render(request, "error.html", None, status, message=str(exc))
+
+
+def _back(request: Request) -> str:
+    """The page a form was posted from, if it was one of this server's, else ``/``."""
+    referer = urlsplit(request.headers.get("referer", ""))
+    if referer.netloc and referer.netloc != request.url.netloc:
+        return "/"
+    return (
+        _local(referer.path + (f"?{referer.query}" if referer.query else ""))
+        if referer.path
+        else "/"
+    )
 
 
 def _local(target: str) -> str:
