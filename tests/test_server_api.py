@@ -274,3 +274,26 @@ def test_sql_tools_cannot_read_the_key_hashes(registry: Registry) -> None:
                   "target": "SELECT key_hash FROM api_keys"})  # fmt: skip
     result = registry.call("peek", {})
     assert not result.success and result.data is None and result.error
+
+
+def test_dashboard_aggregates_on_the_store(registry: Registry) -> None:
+    """The store's reads behind the tools table: calls per day and the recent median,
+    for the named tools of the tenant only."""
+    from tests.ooda_support import DAY, log_calls, tool_spec
+    from tooldb.server.views import week_start
+
+    registry.add(tool_spec("a"), tool_spec("b"))
+    since = week_start()
+    log_calls(registry, "a", [True] * 3, start=since + 0.1 * DAY, end=since + 0.9 * DAY,
+              durations=[5.0, 1.0, 9.0])  # fmt: skip
+    log_calls(registry, "a", [False] * 2, start=since + 6.1 * DAY, end=since + 6.2 * DAY,
+              durations=[100.0, 200.0])  # fmt: skip
+    log_calls(registry, "a", [True], start=since - 3 * DAY, end=since - 2 * DAY)  # before
+    other = registry.for_tenant("other")
+    other.add(tool_spec("a"))
+    log_calls(other, "a", [True] * 4, start=since + DAY, end=since + 1.5 * DAY)
+    days = registry.store.calls_per_day(registry.tenant, ["a", "b"], since, 7)
+    assert days == {"a": [3, 0, 0, 0, 0, 0, 2], "b": [0] * 7}
+    medians = registry.store.recent_p50_ms(registry.tenant, ["a", "b"], last=3)
+    assert medians == {"a": 100.0, "b": None}  # the last three: 9, 100, 200
+    assert registry.store.recent_p50_ms(registry.tenant, [], last=3) == {}

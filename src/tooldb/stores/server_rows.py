@@ -18,10 +18,6 @@ from .agent_rows import _run_record
 from .schema import api_keys, calls, runs
 
 DAY_S = 86_400.0
-_RECENT_DURATIONS = sa.text(
-    "SELECT duration_ms FROM calls WHERE tenant = :t AND tool_name = :n"
-    " ORDER BY started_at DESC LIMIT :k"
-)
 
 
 class ServerRows:
@@ -100,18 +96,29 @@ class ServerRows:
     def recent_p50_ms(
         self, tenant: str, tool_names: Sequence[str], last: int = 100
     ) -> dict[str, float | None]:
-        """Each named tool's median duration over its ``last`` calls (an index range
-        per tool, newest first; plain SQL, as SQLAlchemy's per-row typing cost more
-        than the reads), None for a tool never called."""
-        found: dict[str, float | None] = {}
+        """Each named tool's median duration over its ``last`` calls, None for a tool
+        never called: one statement (a round trip, not one per tool), each tool's part
+        an index range newest first; plain SQL, as SQLAlchemy's per-row typing cost
+        more than the reads."""
+        if not tool_names:
+            return {}
+        params: dict[str, Any] = {"t": tenant, "k": last}
+        parts = []
+        for i, name in enumerate(tool_names):
+            params[f"n{i}"] = name
+            parts.append(
+                f"SELECT {i} AS i, d FROM (SELECT duration_ms AS d FROM calls"
+                f" WHERE tenant = :t AND tool_name = :n{i} ORDER BY started_at DESC LIMIT :k)"
+                f" AS recent_{i}"
+            )
+        durations: dict[int, list[float]] = {}
         with self._guard(), self._reader.connect() as conn:
-            for name in tool_names:
-                durations = [
-                    row[0]
-                    for row in conn.execute(_RECENT_DURATIONS, {"t": tenant, "n": name, "k": last})
-                ]
-                found[name] = statistics.median(durations) if durations else None
-        return found
+            for i, duration in conn.execute(sa.text(" UNION ALL ".join(parts)), params):
+                durations.setdefault(i, []).append(duration)
+        return {
+            name: statistics.median(durations[i]) if i in durations else None
+            for i, name in enumerate(tool_names)
+        }
 
     def runs_page(
         self,
