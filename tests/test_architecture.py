@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("registry", ("registry", "openapi")),
     ("agents", ("agents", "builtins")),
     ("public API", ("", "examples", "packs")),  # "" is tooldb/__init__.py itself
-    ("interfaces", ("cli", "mcp.server", "__main__")),
+    ("interfaces", ("cli", "mcp.server", "__main__", "server")),
     # The framework adapters use the Registry, like the interfaces (docs/integrations.md).
     ("integrations", ("integrations",)),
 ]

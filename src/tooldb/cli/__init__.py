@@ -11,6 +11,7 @@ from __future__ import annotations
 # isort: off
 from . import tools, mcp, agents, ooda, selection, trace, packs  # noqa: F401
 from . import sessionsight  # noqa: F401  (the sessionsight pack's agents)
+from . import serve  # noqa: F401  (tooldb serve, tooldb keys)
 
 # isort: on
 from .app import app, main

@@ -195,6 +195,11 @@ sa.Index(
     sqlite_where=_RUNNING,
     postgresql_where=_RUNNING,
 )
+# The dashboard's review queue and status filter (migration 0010).
+_REVIEW = sa.text("requires_review")
+sa.Index("ix_runs_review", runs.c.tenant, runs.c.started_at, sqlite_where=_REVIEW,
+         postgresql_where=_REVIEW)  # fmt: skip
+sa.Index("ix_runs_tenant_status_started", runs.c.tenant, runs.c.status, runs.c.started_at)
 
 #: The conversation of a run, one message per row in order (``seq``), written as it happens.
 run_messages = sa.Table(
@@ -413,3 +418,21 @@ run_plans = sa.Table(
     sa.Column("steps", Json, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
 )
+
+#: The HTTP server's API keys (server/auth.py, migration 0010): only each key's SHA-256
+#: is kept, with a short prefix to name it; one tenant and one scope per key.
+api_keys = sa.Table(
+    "api_keys",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("prefix", sa.Text, nullable=False),
+    sa.Column("key_hash", sa.Text, nullable=False),
+    sa.Column("scope", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("last_used_at", sa.Float, nullable=True),
+    sa.Column("revoked_at", sa.Float, nullable=True),
+)
+sa.Index("ix_api_keys_hash", api_keys.c.key_hash, unique=True)
+sa.Index("ix_api_keys_tenant", api_keys.c.tenant, api_keys.c.created_at)

@@ -47,6 +47,7 @@ from .search_rows import (
     text_hash,
     upsert_document,
 )
+from .server_rows import ServerRows
 from .sqlite import Checkpointer
 from .tool_rows import (
     JSON_SPEC_COLUMNS,
@@ -75,7 +76,9 @@ class PutOutcome:
     status: str
 
 
-class SQLStore(SearchRows, AgentRows, OodaRows, HealthRows, CallRows, BulkCalls, ProvenanceRows):
+class SQLStore(
+    SearchRows, AgentRows, OodaRows, HealthRows, CallRows, BulkCalls, ProvenanceRows, ServerRows
+):
     """Tools, versions, the call log and the selection tables in one SQL database."""
 
     def __init__(

@@ -6,7 +6,7 @@ skills (``agent_skills``) and a skill's tools (``skill_tools``), each with its p
 priority and configuration. Existing definitions become version and assignment rows.
 
 Revision ID: 0013_catalog_lifecycle
-Revises: 0009_memory
+Revises: 0010_api_keys
 """
 
 import json
@@ -17,7 +17,7 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
 revision = "0013_catalog_lifecycle"
-down_revision = "0009_memory"
+down_revision = "0010_api_keys"
 branch_labels = None
 depends_on = None
 
