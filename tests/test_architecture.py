@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("stages", STAGES),
     ("registry", ("registry", "openapi")),
     ("agents", ("agents",)),
+    ("workers", ("workers",)),  # submitted runs on DBOS: above the loop it makes durable
     ("public API", ("", "examples")),  # "" is tooldb/__init__.py itself
     ("interfaces", ("cli", "mcp.server", "__main__")),
 ]
@@ -171,7 +172,7 @@ def test_a_bare_import_leaves_the_interfaces_and_the_sdks_unloaded() -> None:
     script = (
         "import sys, tooldb\n"
         "print('\\n'.join(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "{'tooldb', 'mcp', 'openai', 'anthropic', 'typer', 'rich', 'neo4j'})))"
+        "{'tooldb', 'mcp', 'openai', 'anthropic', 'typer', 'rich', 'neo4j', 'dbos'})))"
     )
     loaded = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
@@ -180,7 +181,7 @@ def test_a_bare_import_leaves_the_interfaces_and_the_sdks_unloaded() -> None:
     forbidden = [
         m
         for m in loaded
-        if m.startswith(("tooldb.cli", "tooldb.mcp", "tooldb.openapi"))
-        or m.split(".")[0] in {"mcp", "openai", "anthropic", "typer", "rich", "neo4j"}
+        if m.startswith(("tooldb.cli", "tooldb.mcp", "tooldb.openapi", "tooldb.workers.worker"))
+        or m.split(".")[0] in {"mcp", "openai", "anthropic", "typer", "rich", "neo4j", "dbos"}
     ]
     assert forbidden == []

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ..models import Model, load_model
 from ..types import AgentSpec, RunResult
 from .limits import Limits
-from .loop import AgentLoop
+from .loop import AgentLoop, CallTool
 from .router import Router
 
 if TYPE_CHECKING:
@@ -28,14 +28,31 @@ def run_task(
     tool-calling loop, otherwise the router. Never raises for what the model or a tool
     does; raises for the caller's mistakes (unknown agent, model provider or tool)."""
     spec = registry.agent(agent) if isinstance(agent, str) else agent
-    chosen: str | Model | None = model or (spec.model if spec else None) or registry.settings.model
-    if not chosen:
+    loop = agent_loop(registry, spec, model, tool_choice)
+    if loop is None:
         names = _router_names(registry, spec)
         return Router(registry, k=k, names=names).run(task, agent=spec.name if spec else None)
+    return loop.run(task)
+
+
+def agent_loop(
+    registry: Registry,
+    spec: AgentSpec | None,
+    model: str | Model | None,
+    tool_choice: str | None = None,
+    call_tool: CallTool | None = None,
+) -> AgentLoop | None:
+    """The LLM loop ``run_task`` runs ``spec``'s tasks with (None: no model, the router
+    runs them); ``call_tool`` as in ``AgentLoop`` (durable runs: tooldb.workers)."""
+    chosen: str | Model | None = model or (spec.model if spec else None) or registry.settings.model
+    if not chosen:
+        return None
     resolved = load_model(chosen, registry.settings) if isinstance(chosen, str) else chosen
     limits = Limits.from_settings(registry.settings).updated(spec.limits if spec else None)
     if spec is None:
-        return AgentLoop(registry, resolved, limits=limits, tool_choice=tool_choice).run(task)
+        return AgentLoop(
+            registry, resolved, limits=limits, tool_choice=tool_choice, call_tool=call_tool
+        )
     return AgentLoop(
         registry,
         resolved,
@@ -47,7 +64,8 @@ def run_task(
         limits=limits,
         tool_choice=tool_choice or spec.tool_choice,
         agent=spec.name,
-    ).run(task)
+        call_tool=call_tool,
+    )
 
 
 def _router_names(registry: Registry, spec: AgentSpec | None) -> list[str] | None:
