@@ -69,19 +69,24 @@ class Workers:
         }
         self.processes: list[subprocess.Popen[str]] = []
 
-    def start(self, concurrency: int = 4) -> subprocess.Popen[str]:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tooldb", "worker", "--concurrency", str(concurrency)],
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        assert process.stdout is not None
-        line = process.stdout.readline()  # printed once DBOS is launched
-        assert "waiting for runs" in line, line + process.stdout.read()
-        self.processes.append(process)
-        return process
+    def start(self, concurrency: int = 4, count: int = 1) -> list[subprocess.Popen[str]]:
+        """Start ``count`` workers at once; return when each has launched."""
+        started = [
+            subprocess.Popen(
+                [sys.executable, "-m", "tooldb", "worker", "--concurrency", str(concurrency)],
+                env=self.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for _ in range(count)
+        ]
+        self.processes.extend(started)
+        for process in started:
+            assert process.stdout is not None
+            line = process.stdout.readline()  # printed once DBOS is launched
+            assert "waiting for runs" in line, line + process.stdout.read()
+        return started
 
     def lines(self) -> list[dict[str, Any]]:
         if not self.effects.exists():
@@ -125,8 +130,7 @@ def records_by_run(registry: Registry, run_ids: list[str]) -> collections.Counte
 def test_200_submitted_runs_complete_once_with_every_call_recorded_once(
     registry: Registry, workers: Workers
 ) -> None:
-    workers.start(concurrency=8)
-    workers.start(concurrency=8)
+    workers.start(concurrency=8, count=2)
     run_ids = [
         registry.submit(plan(tool="effect", turns=2, arguments={"tag": f"r{i}"}), model=MODEL)
         for i in range(200)
@@ -145,7 +149,7 @@ def test_200_submitted_runs_complete_once_with_every_call_recorded_once(
 def test_a_worker_killed_mid_run_leaves_every_run_completed_and_no_completed_call_rerun(
     registry: Registry, workers: Workers
 ) -> None:
-    doomed = workers.start(concurrency=10)
+    doomed, survivor = workers.start(concurrency=10, count=2)
     run_ids = [
         registry.submit(
             plan(tool="effect", turns=4, arguments={"tag": f"k{i}", "ms": 150}), model=MODEL
@@ -153,14 +157,13 @@ def test_a_worker_killed_mid_run_leaves_every_run_completed_and_no_completed_cal
         for i in range(20)
     ]
     deadline = time.monotonic() + 30
-    while sum(1 for line in workers.lines() if line["pid"] == doomed.pid) < 20:
+    while sum(1 for line in workers.lines() if line["pid"] == doomed.pid) < 10:
         assert time.monotonic() < deadline, "the first worker did not get going"
         time.sleep(0.02)
     doomed.kill()  # kill -9: no clean-up of any kind
     doomed.wait()
     done_before = {line["key"] for line in workers.lines()}
     assert len(done_before) < 80  # the runs were under way, not finished
-    survivor = workers.start(concurrency=10)
     results = [registry.wait(run_id, timeout_s=60) for run_id in run_ids]
     assert [r.status for r in results] == [RunStatus.SUCCESS] * 20
     lines = workers.lines()
@@ -175,22 +178,22 @@ def test_a_worker_killed_mid_run_leaves_every_run_completed_and_no_completed_cal
     assert all(pids == [doomed.pid, survivor.pid] for pids in repeated.values()), repeated
     assert len(repeated) <= 10  # at most one in-flight call per run the worker held
     assert records_by_run(registry, run_ids) == dict.fromkeys(run_ids, 4)  # recorded once
-    resumed = {r.worker for r in tooldb.workers.submitted_runs(registry, 20)}
-    assert resumed == {next(iter(resumed))} and str(survivor.pid) in next(iter(resumed))
+    finished_by = {r.worker for r in tooldb.workers.submitted_runs(registry, 20)}
+    assert any(f":{survivor.pid}:" in (worker or "") for worker in finished_by)
 
 
 def test_a_non_idempotent_call_interrupted_mid_flight_ends_the_run_for_review(
     registry: Registry, workers: Workers
 ) -> None:
-    doomed = workers.start()
+    started = workers.start(count=2)
     run_id = registry.submit(plan(tool="transfer", arguments={"tag": "t"}), model=MODEL)
     deadline = time.monotonic() + 30
     while not workers.lines():
         assert time.monotonic() < deadline
         time.sleep(0.02)
-    doomed.kill()
+    doomed = next(p for p in started if p.pid == workers.lines()[0]["pid"])
+    doomed.kill()  # while the transfer runs
     doomed.wait()
-    workers.start()
     result = registry.wait(run_id, timeout_s=30)
     assert result.status is RunStatus.INTERRUPTED and result.requires_review
     assert "transfer" in (result.review_reason or "") and "idempotent" in result.review_reason
@@ -202,8 +205,7 @@ def test_a_non_idempotent_call_interrupted_mid_flight_ends_the_run_for_review(
 def test_a_per_tool_limit_of_2_holds_across_3_workers_and_call_many(
     registry: Registry, workers: Workers, database: str
 ) -> None:
-    for _ in range(3):
-        workers.start(concurrency=4)
+    workers.start(concurrency=4, count=3)
     run_ids = [
         registry.submit(
             plan(tool="overlap", turns=2, calls=2, arguments={"tag": f"o{i}", "ms": 60}),

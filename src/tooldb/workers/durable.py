@@ -22,6 +22,7 @@ again); the records of calls are not, since replayed calls do not run.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -178,8 +179,14 @@ def _mark_interrupted(registry: Registry, run_id: str, tool: str) -> str:
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
-async def tooldb_run(request: dict[str, Any]) -> dict[str, Any]:
-    """One submitted run, executed (or resumed) by a worker."""
+def tooldb_run(request: dict[str, Any]) -> dict[str, Any]:
+    """One submitted run, executed (or resumed) by a worker: on a thread of DBOS's pool
+    with an event loop of its own, so the run's blocking store writes hold up no other
+    run (async workflows would all share one loop)."""
+    return asyncio.run(_workflow(request))
+
+
+async def _workflow(request: dict[str, Any]) -> dict[str, Any]:
     run_id = DBOS.workflow_id
     assert run_id is not None
     registry = state.registry_for(request["tenant"])
@@ -227,6 +234,4 @@ async def _run(
 
 
 async def registry_thread(registry: Registry, task: str, agent: str | None) -> RunResult:
-    import asyncio
-
     return await asyncio.to_thread(registry.run, task, agent=agent)

@@ -9,8 +9,10 @@ selection)."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
+from ..decorators import tool
 from ..models.base import Message, ToolChoice, ToolSchema
 from ..models.test import FunctionModel, TurnLike, call
 
@@ -42,14 +44,14 @@ def plan_model() -> FunctionModel:
     return FunctionModel(_decide, id="python:plan")
 
 
+@tool(category="testing")
 def tick(turn: int = 0, call: int = 0) -> str:
     """A CPU-light tool: echoes its turn and call."""
     return f"tick {turn}.{call}"
 
 
+@tool(category="testing")
 def nap(turn: int = 0, call: int = 0, ms: int = 100) -> str:
     """A tool that waits ``ms`` milliseconds (an API call, say)."""
-    import time
-
     time.sleep(ms / 1000)
     return f"nap {turn}.{call}"
