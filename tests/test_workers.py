@@ -277,3 +277,32 @@ def test_submitting_on_sqlite_says_workers_need_postgresql(tmp_path: Path) -> No
 def test_a_submitted_model_must_be_named_by_a_string(registry: Registry) -> None:
     with pytest.raises(UsageError, match="names its model by a string"):
         registry.submit("anything", model=tooldb.ScriptedModel(["hi"]))  # type: ignore[arg-type]
+
+
+def test_the_cli_submits_waits_lists_and_cancels(
+    database: str, workers: Workers, tmp_path: Path
+) -> None:
+    from tests.test_cli import as_json
+
+    cancelled = as_json(database, "submit", plan(tool="effect", arguments={"tag": "x"}),
+                        "--model", MODEL)["run_id"]  # fmt: skip
+    assert as_json(database, "runs", "cancel", cancelled) == {
+        "run_id": cancelled, "status": "cancelled"
+    }  # fmt: skip
+    queued = as_json(database, "submit", plan(tool="effect", turns=2, arguments={"tag": "y"}),
+                     "--model", MODEL)  # fmt: skip
+    assert queued["status"] == "queued"
+    listed = {run["id"]: run for run in as_json(database, "runs")["submitted"]}
+    assert listed[queued["run_id"]]["status"] == "queued" and not listed[queued["run_id"]]["worker"]
+    (worker,) = workers.start(concurrency=2)
+    result = as_json(database, "runs", "wait", queued["run_id"])
+    assert result["status"] == "success" and result["output"] == "done after 2 turns"
+    listed = {run["id"]: run for run in as_json(database, "runs")["submitted"]}
+    assert listed[queued["run_id"]]["status"] == "success"
+    assert f":{worker.pid}:" in listed[queued["run_id"]]["worker"]
+    assert listed[cancelled]["status"] == "cancelled"
+    assert as_json(database, "runs", "wait", cancelled, code=1)["status"] == "interrupted"
+    sqlite = f"sqlite:///{tmp_path / 'r.db'}"
+    assert as_json(sqlite, "init")
+    refused = as_json(sqlite, "submit", "anything", code=2)["error"]["message"]
+    assert "need a PostgreSQL registry" in refused

@@ -115,7 +115,8 @@ def runs(
         if len(action) != 2 or action[0] not in ("show", "wait", "cancel"):
             with _errors():
                 raise UsageError(
-                    f"expected 'tooldb runs show|wait|cancel RUN_ID', got {' '.join(action)!r}"
+                    "expected 'tooldb runs show RUN_ID' (or 'wait RUN_ID', 'cancel RUN_ID' "
+                    f"for a submitted run), got {' '.join(action)!r}"
                 )
         if action[0] != "show":
             return workers.runs_action(action, as_json)
