@@ -306,3 +306,33 @@ def test_the_cli_submits_waits_lists_and_cancels(
     assert as_json(sqlite, "init")
     refused = as_json(sqlite, "submit", "anything", code=2)["error"]["message"]
     assert "need a PostgreSQL registry" in refused
+
+
+def test_a_resumed_call_reuses_its_record_and_never_reruns_a_non_idempotent_tool(
+    registry: Registry, workers: Workers
+) -> None:
+    """The step body of a call whose turn an earlier execution made (durable.py): what a
+    resumed run does for each case of a call that may have been in flight."""
+    import asyncio
+
+    from tooldb.workers.durable import step_body
+
+    os.environ["WORKER_EFFECTS"] = str(workers.effects)
+    run_id, began = "resumed-run", time.time()
+    recorded = registry.call("effect", {"tag": "done"}, run_id=run_id)  # completed, recorded
+    assert len(workers.lines()) == 1
+    earlier = {"earlier": True, "at": began}
+
+    def step(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return asyncio.run(step_body(registry, name, arguments, run_id, earlier))
+
+    reused = step("effect", {"tag": "done"})["result"]
+    assert reused["call_id"] == recorded.call_id and reused["output"] == recorded.output
+    assert len(workers.lines()) == 1  # not run again
+    assert step("transfer", {"tag": "t", "ms": 0}) == {"interrupted": "transfer"}
+    assert len(workers.lines()) == 1  # a non-idempotent call without a record: not run
+    assert step("effect", {"tag": "other"})["result"]["success"]  # idempotent: run again
+    assert len(workers.lines()) == 2
+    fresh = asyncio.run(step_body(registry, "transfer", {"tag": "f", "ms": 0}, run_id,
+                                  {"earlier": False, "at": began}))  # fmt: skip
+    assert fresh["result"]["success"] and len(workers.lines()) == 3  # a first execution runs

@@ -8,13 +8,13 @@ replays the loop: every step whose output was checkpointed returns that output w
 running again (no model asked twice, no completed call run twice), so the loop reaches
 the step where the dead worker stopped and goes on from there.
 
-A tool call is two steps. The first checkpoints a token saying "this call began"; the
-second runs the tool (which records the call in tooldb) and checkpoints its result.
-Re-executed, the second step sees a token from an earlier execution: the call was in
-flight when its worker died. It looks for the call's record (the call completed and was
-recorded but not checkpointed) and reuses it; without one, a tool whose metadata says
-``idempotent: false`` is not run again blindly: the run ends ``interrupted`` with
-``requires_review``. Idempotent tools are run again.
+A tool call is one step: it runs the tool (which records the call in tooldb) and
+checkpoints its result. A model turn's checkpoint carries a token naming the execution
+that made it; a call whose body runs after a turn made by an earlier execution may have
+been in flight when that execution's worker died. It looks for the call's record (the
+call completed and was recorded but not checkpointed) and reuses it; without one, a tool
+whose metadata says ``idempotent: false`` is not run again blindly: the run ends
+``interrupted`` with ``requires_review``. Idempotent tools are run again.
 
 The run's row and messages are rewritten by a replay (the replayed loop writes them
 again); the records of calls are not, since replayed calls do not run.
@@ -23,6 +23,7 @@ again); the records of calls are not, since replayed calls do not run.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -48,8 +49,18 @@ class CallInterrupted(BaseException):
     a tool error the model is told about)."""
 
 
+#: The token of the model turn whose calls the current task makes: which execution
+#: checkpointed it (a nonce) and when. Set by the turn, read by its calls (asyncio
+#: tasks copy the context they start in: the calls start after their turn).
+_TURN: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "tooldb_turn", default=None
+)
+
+
 class StepModel:
-    """A model whose every turn is a DBOS step: a resumed run is not asked again."""
+    """A model whose every turn is a DBOS step: a resumed run is not asked again. The
+    step's output carries a token saying which execution made it and when: a turn that
+    an earlier execution made tells its calls they may have been in flight."""
 
     def __init__(self, inner: Model) -> None:
         self.inner = inner
@@ -58,42 +69,29 @@ class StepModel:
     async def complete(
         self, messages: list[Message], tools: list[ToolSchema], tool_choice: ToolChoice
     ) -> ModelTurn:
+        nonce = uuid.uuid4().hex
+
         async def turn() -> dict[str, Any]:
             made = await self.inner.complete(messages, tools, tool_choice)
-            return made.model_dump(mode="json")
+            return {"turn": made.model_dump(mode="json"), "nonce": nonce, "at": time.time()}
 
         data = await DBOS.run_step_async({"name": "model_turn"}, turn)
-        return ModelTurn.model_validate(data)
+        _TURN.set({"earlier": data["nonce"] != nonce, "at": data["at"]})
+        return ModelTurn.model_validate(data["turn"])
 
 
 def durable_call(registry: Registry) -> Any:
-    """The loop's ``call_tool`` for a run of ``registry``'s tenant."""
+    """The loop's ``call_tool`` for a run of ``registry``'s tenant: the call as one step.
+    Its body runs only if no execution checkpointed it; when the turn that asked for it
+    was made by an earlier execution, the call may have been in flight when that
+    execution's worker died: its record is looked for (then reused), and a tool that
+    is not idempotent is not run again."""
 
     async def call_tool(name: str, arguments: dict[str, Any], run_id: str) -> ToolResult:
-        token = {"nonce": uuid.uuid4().hex, "at": time.time()}
-
-        async def began() -> dict[str, Any]:
-            return token
-
-        first = await DBOS.run_step_async({"name": f"begin:{name}"}, began)
-        resumed = first["nonce"] != token["nonce"]
-
-        async def run() -> dict[str, Any]:
-            if resumed:
-                found = _recorded(registry, run_id, name, arguments, first["at"])
-                if found is not None:
-                    return {"result": found.model_dump(mode="json")}
-                if not _idempotent(registry, name):
-                    return {"interrupted": name}
-            try:
-                result = await registry.acall(name, arguments, run_id=run_id)
-            except ArgumentError as exc:
-                return {"argument_error": str(exc)}
-            except ToolDBError as exc:
-                return {"error": str(exc)}
-            return {"result": result.model_dump(mode="json")}
-
-        outcome = await DBOS.run_step_async({"name": f"tool:{name}"}, run)
+        turn = _TURN.get() or {"earlier": False, "at": time.time()}
+        outcome = await DBOS.run_step_async(
+            {"name": f"tool:{name}"}, step_body, registry, name, arguments, run_id, turn
+        )
         if "argument_error" in outcome:
             raise ArgumentError(outcome["argument_error"])
         if "error" in outcome:
@@ -103,6 +101,25 @@ def durable_call(registry: Registry) -> Any:
         return ToolResult.model_validate(outcome["result"])
 
     return call_tool
+
+
+async def step_body(
+    registry: Registry, name: str, arguments: dict[str, Any], run_id: str, turn: dict[str, Any]
+) -> dict[str, Any]:
+    """What a call's step does when no execution checkpointed it (its output: JSON)."""
+    if turn["earlier"]:  # the call may have been in flight when a worker died
+        found = _recorded(registry, run_id, name, arguments, turn["at"])
+        if found is not None:
+            return {"result": found.model_dump(mode="json")}
+        if not _idempotent(registry, name):
+            return {"interrupted": name}
+    try:
+        result = await registry.acall(name, arguments, run_id=run_id)
+    except ArgumentError as exc:
+        return {"argument_error": str(exc)}
+    except ToolDBError as exc:
+        return {"error": str(exc)}
+    return {"result": result.model_dump(mode="json")}
 
 
 def _idempotent(registry: Registry, name: str) -> bool:
