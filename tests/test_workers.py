@@ -4,6 +4,7 @@ exactly once, durable across a kill -9, per-tool limits across workers, fresh se
 from __future__ import annotations
 
 import collections
+import itertools
 import json
 import os
 import signal
@@ -69,11 +70,14 @@ class Workers:
         }
         self.processes: list[subprocess.Popen[str]] = []
 
-    def start(self, concurrency: int = 4, count: int = 1) -> list[subprocess.Popen[str]]:
+    def start(
+        self, concurrency: int = 4, count: int = 1, *options: str
+    ) -> list[subprocess.Popen[str]]:
         """Start ``count`` workers at once; return when each has launched."""
+        command = [sys.executable, "-m", "tooldb", "worker", "--concurrency", str(concurrency)]
         started = [
             subprocess.Popen(
-                [sys.executable, "-m", "tooldb", "worker", "--concurrency", str(concurrency)],
+                [*command, *options],
                 env=self.env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -336,3 +340,17 @@ def test_a_resumed_call_reuses_its_record_and_never_reruns_a_non_idempotent_tool
     fresh = asyncio.run(step_body(registry, "transfer", {"tag": "f", "ms": 0}, run_id,
                                   {"earlier": False, "at": began}))  # fmt: skip
     assert fresh["result"]["success"] and len(workers.lines()) == 3  # a first execution runs
+
+
+def test_a_tenant_limit_of_1_runs_its_runs_one_at_a_time_across_workers(
+    registry: Registry, workers: Workers
+) -> None:
+    workers.start(4, 2, "--tenant-concurrency", "1")
+    run_ids = [
+        registry.submit(plan(tool="overlap", arguments={"tag": f"n{i}", "ms": 100}), model=MODEL)
+        for i in range(4)
+    ]
+    assert all(registry.wait(run_id, timeout_s=60).success for run_id in run_ids)
+    spans = sorted((line["start"], line["end"]) for line in workers.lines())
+    assert len(spans) == 4
+    assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))
