@@ -268,6 +268,17 @@ def test_a_queued_run_can_be_cancelled_and_says_so(registry: Registry, workers: 
     result = registry.wait(run_id, timeout_s=10)
     assert result.status is RunStatus.INTERRUPTED and result.error == "the run was cancelled"
     assert workers.lines() == []  # it never ran
+    running = registry.submit(
+        plan(tool="effect", turns=8, arguments={"tag": "r", "ms": 200}), model=MODEL
+    )
+    deadline = time.monotonic() + 30
+    while not workers.lines():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    tooldb.workers.cancel(registry, running)  # mid-run: it stops at its next step
+    assert registry.wait(running, timeout_s=10).error == "the run was cancelled"
+    time.sleep(1.0)
+    assert len(workers.lines()) < 8  # the rest of its calls never ran
 
 
 def test_submitting_on_sqlite_says_workers_need_postgresql(tmp_path: Path) -> None:
