@@ -195,7 +195,12 @@ def _mark_interrupted(registry: Registry, run_id: str, tool: str) -> str:
     return reason
 
 
-@DBOS.workflow(name=WORKFLOW_NAME)
+#: A run whose worker dies this many times (a tool that crashes its process, say) ends
+#: ``error`` rather than take down worker after worker.
+MAX_ATTEMPTS = 10
+
+
+@DBOS.workflow(name=WORKFLOW_NAME, max_recovery_attempts=MAX_ATTEMPTS)
 def tooldb_run(request: dict[str, Any]) -> dict[str, Any]:
     """One submitted run, executed (or resumed) by a worker: on a thread of DBOS's pool
     with an event loop of its own, so the run's blocking store writes hold up no other
