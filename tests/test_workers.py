@@ -207,7 +207,7 @@ def test_a_non_idempotent_call_interrupted_mid_flight_ends_the_run_for_review(
 
 
 def test_a_per_tool_limit_of_2_holds_across_3_workers_and_call_many(
-    registry: Registry, workers: Workers, database: str
+    registry: Registry, workers: Workers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     workers.start(concurrency=4, count=3)
     run_ids = [
@@ -222,7 +222,7 @@ def test_a_per_tool_limit_of_2_holds_across_3_workers_and_call_many(
     from tooldb.workers.limits import Slots
     from tooldb.workers.state import limit_tools
 
-    os.environ["WORKER_EFFECTS"] = str(workers.effects)
+    monkeypatch.setenv("WORKER_EFFECTS", str(workers.effects))
     slots = Slots(system_database_url(registry))
     limit_tools(registry, slots)
     batch = registry.call_many([("overlap", {"tag": "m", "call": i, "ms": 60}) for i in range(6)])
@@ -324,7 +324,7 @@ def test_the_cli_submits_waits_lists_and_cancels(
 
 
 def test_a_resumed_call_reuses_its_record_and_never_reruns_a_non_idempotent_tool(
-    registry: Registry, workers: Workers
+    registry: Registry, workers: Workers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The step body of a call whose turn an earlier execution made (durable.py): what a
     resumed run does for each case of a call that may have been in flight."""
@@ -332,7 +332,7 @@ def test_a_resumed_call_reuses_its_record_and_never_reruns_a_non_idempotent_tool
 
     from tooldb.workers.durable import step_body
 
-    os.environ["WORKER_EFFECTS"] = str(workers.effects)
+    monkeypatch.setenv("WORKER_EFFECTS", str(workers.effects))
     run_id, began = "resumed-run", time.time()
     recorded = registry.call("effect", {"tag": "done"}, run_id=run_id)  # completed, recorded
     assert len(workers.lines()) == 1
