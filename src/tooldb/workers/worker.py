@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 #: How often a worker looks for dead workers, and how often the queue is polled.
 WATCH_S = 0.5
 QUEUE_POLL_S = 0.05
+#: A global limit no deployment reaches (see ``start``).
+UNLIMITED = 1_000_000
 
 
 def new_executor_id() -> str:
@@ -76,6 +78,10 @@ class Worker:
             QUEUE_NAME,
             worker_concurrency=self.concurrency,
             partition_concurrency=self.tenant_concurrency,
+            # DBOS claims runs of a partition in a SERIALIZABLE transaction (strict across
+            # workers) only when the queue also has a global limit; without one, two
+            # workers claiming at once could both start a tenant's last free run.
+            global_concurrency=UNLIMITED if self.tenant_concurrency else None,
             polling_interval_sec=QUEUE_POLL_S,
             on_conflict="always_update",
         )
