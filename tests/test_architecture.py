@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("stages", STAGES),
     ("registry", ("registry", "openapi")),
     ("agents", ("agents", "builtins")),
+    ("workers", ("workers",)),  # submitted runs on DBOS: above the loop it makes durable
     ("public API", ("", "examples", "packs")),  # "" is tooldb/__init__.py itself
     ("interfaces", ("cli", "mcp.server", "__main__", "server")),
     # The framework adapters use the Registry, like the interfaces (docs/integrations.md).
@@ -177,7 +178,7 @@ def test_a_bare_import_leaves_the_interfaces_and_the_sdks_unloaded() -> None:
     script = (
         f"import sys, tooldb\nFRAMEWORKS = {FRAMEWORKS!r}\n"
         "print('\\n'.join(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "{'tooldb', 'mcp', 'openai', 'anthropic', 'typer', 'rich', 'neo4j', *FRAMEWORKS})))"
+        "{'tooldb', 'mcp', 'openai', 'anthropic', 'typer', 'rich', 'neo4j', 'dbos', *FRAMEWORKS})))"
     )
     loaded = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
@@ -186,7 +187,16 @@ def test_a_bare_import_leaves_the_interfaces_and_the_sdks_unloaded() -> None:
     forbidden = [
         m
         for m in loaded
-        if m.startswith(("tooldb.cli", "tooldb.mcp", "tooldb.openapi", "tooldb.integrations"))
-        or m.split(".")[0] in {"mcp", "openai", "anthropic", "typer", "rich", "neo4j", *FRAMEWORKS}
+        if m.startswith(
+            (
+                "tooldb.cli",
+                "tooldb.mcp",
+                "tooldb.openapi",
+                "tooldb.integrations",
+                "tooldb.workers.worker",
+            )
+        )
+        or m.split(".")[0]
+        in {"mcp", "openai", "anthropic", "typer", "rich", "neo4j", "dbos", *FRAMEWORKS}
     ]
     assert forbidden == []

@@ -110,3 +110,16 @@ def test_a_missing_sdk_names_the_extra(
     monkeypatch.setitem(sys.modules, sdk, None)  # makes `import sdk` raise ImportError
     with pytest.raises(UsageError, match=rf"needs the {sdk} SDK: pip install 'tooldb\[{extra}\]'"):
         load_model(spec)
+
+
+def test_a_python_model_spec_builds_the_model_its_function_returns() -> None:
+    model = load_model("python:tooldb.workers.testing:plan_model")
+    assert model.id == "python:plan"
+    for spec, problem in (
+        ("python:tooldb.workers.testing", "must look like python:module:function"),
+        ("python:tooldb.no_such_module:f", "cannot load"),
+        ("python:tooldb.workers.testing:no_such_function", "cannot load"),
+        ("python:tooldb.workers.testing:tick", "not a Model"),
+    ):
+        with pytest.raises(UsageError, match=problem):
+            load_model(spec)

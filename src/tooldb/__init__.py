@@ -16,6 +16,9 @@ registry.ooda(dry_run=True)       # OodaReport: figures, findings, the acts it w
 
 from __future__ import annotations
 
+from dataclasses import replace as _replace
+
+from . import workers as _workers
 from .agents import RUNTIME, AgentLoop, Limits, Router, run_task
 from .binding import Binder, normalize_parameters
 from .binding.runtime import Runtime
@@ -73,8 +76,9 @@ from .types import (
     ToolVersion,
 )
 
-# The composition root: the registry runs agents through the layer above it.
-use_agent_runtime(RUNTIME)
+# The composition root: the registry runs agents (and submits them to workers, without
+# importing dbos until then) through the layers above it.
+use_agent_runtime(_replace(RUNTIME, submit=_workers.submit, wait=_workers.wait))
 
 open = open_registry
 

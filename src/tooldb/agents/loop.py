@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..background_loop import run_sync
@@ -46,6 +46,8 @@ from .turn import (
 if TYPE_CHECKING:
     from ..registry import Registry
 
+#: What runs a tool call of a run in place of ``Registry.acall``: (name, arguments, run id).
+CallTool = Callable[[str, dict[str, Any], str], Awaitable[ToolResult]]
 MAIN_THREAD = threading.main_thread()
 EMPTY_TURN_NUDGE = "Your last reply was empty. Answer the task, or call one of the tools."
 MAX_EMPTY_TURNS = 2
@@ -63,7 +65,9 @@ class AgentLoop:
     plus ``search_tools`` to find more (``search_tools=True`` offers it anyway).
     ``subagents`` offers the ``subagent`` tool. ``tool_choice`` applies to the first
     turn (``required`` then relaxes to ``auto`` so the model can answer).
-    ``builtins`` adds loop-implemented tools.
+    ``builtins`` adds loop-implemented tools. ``call_tool`` replaces the registry's
+    ``acall`` for the run's tool calls (``tooldb.workers`` runs each as a durable step);
+    its records are then committed one by one, never held.
     """
 
     def __init__(
@@ -83,6 +87,7 @@ class AgentLoop:
         builtins: Sequence[Builtin] = (),
         tracer: Tracer | None = None,
         retry_caps: dict[str, int] | None = None,
+        call_tool: CallTool | None = None,
     ) -> None:
         self.registry = registry
         self.model = model
@@ -98,20 +103,30 @@ class AgentLoop:
         self.extra_builtins = list(builtins)
         self.tracer = tracer or tracer_for(registry.settings)
         self.retry_caps = dict(retry_caps or {})  # per needs_retry target (protocol.py)
+        self.call_tool = call_tool
 
     def run(self, task: str, *, parent: LoopContext | None = None) -> RunResult:
         """Run ``task`` to an answer, a limit or a failure; never raises for either."""
         return run_sync(_Run(self, task, parent, owns_loop=True).execute())
 
-    async def arun(self, task: str, *, parent: LoopContext | None = None) -> RunResult:
-        return await _Run(self, task, parent).execute()
+    async def arun(
+        self, task: str, *, parent: LoopContext | None = None, run_id: str | None = None
+    ) -> RunResult:
+        """``run`` from a running loop; ``run_id`` names the run (default: a new uuid)."""
+        return await _Run(self, task, parent, run_id=run_id).execute()
 
 
 class _Run:
     """The state of one run (a fresh one per ``arun``)."""
 
     def __init__(
-        self, loop: AgentLoop, task: str, parent: LoopContext | None, *, owns_loop: bool = False
+        self,
+        loop: AgentLoop,
+        task: str,
+        parent: LoopContext | None,
+        *,
+        owns_loop: bool = False,
+        run_id: str | None = None,
     ) -> None:
         if not isinstance(task, str) or not task.strip():
             from ..errors import UsageError
@@ -121,7 +136,7 @@ class _Run:
         self.registry = loop.registry
         self.task = task
         self.limits = loop.limits
-        self.run_id = uuid.uuid4().hex
+        self.run_id = run_id or uuid.uuid4().hex
         self.parent = parent
         # A top-level run on a loop of its own (``run()``) has nothing else to schedule
         # while its only call of a turn runs, so a blocking tool may run on the loop's
@@ -155,7 +170,7 @@ class _Run:
         recorder = self.registry.recorder
         self.held = (
             HeldRecords(recorder, self.registry.settings.agent_held_calls)
-            if recorder.enabled
+            if recorder.enabled and loop.call_tool is None
             else None
         )
         self._unnumbered: list[tuple[ToolResult, ToolUse]] = []
@@ -459,9 +474,12 @@ class _Run:
                 return ToolResult.failure(problem)
         scope = enter_call(context, level)
         try:
-            result = await self.registry.acall(
-                name, arguments, run_id=self.run_id, inline=inline, record_also=turn_rows
-            )
+            if self.loop.call_tool is not None:
+                result = await self.loop.call_tool(name, arguments, self.run_id)
+            else:
+                result = await self.registry.acall(
+                    name, arguments, run_id=self.run_id, inline=inline, record_also=turn_rows
+                )
         except ArgumentError as exc:
             self.argument_errors[name] += 1
             left = retries - self.argument_errors[name] + 1

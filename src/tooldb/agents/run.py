@@ -14,7 +14,7 @@ from ..errors import UsageError
 from ..models import Model, load_model
 from ..types import AgentSpec, RunResult
 from .limits import Limits
-from .loop import AgentLoop
+from .loop import AgentLoop, CallTool
 from .router import Router
 
 if TYPE_CHECKING:
@@ -40,15 +40,36 @@ def run_task(
     for what the model or a tool does; raises for the caller's mistakes (unknown agent,
     model provider or tool, an agent that needs a model and has none)."""
     spec = registry.agent(agent) if isinstance(agent, str) else agent
-    chosen = agent_model(registry, spec, model)
-    if chosen is None:
+    loop = task_loop(registry, spec, model, tool_choice=tool_choice, limits=limits)
+    if loop is None:
         names = router_names(registry, spec)
         return Router(registry, k=k, names=names).run(task, agent=spec.name if spec else None)
+    return loop.run(task)
+
+
+def task_loop(
+    registry: Registry,
+    spec: AgentSpec | None,
+    model: str | Model | None,
+    *,
+    tool_choice: str | None = None,
+    limits: dict[str, Any] | None = None,
+    call_tool: CallTool | None = None,
+) -> AgentLoop | None:
+    """The LLM loop ``run_task`` runs a task with (None: no model, the router runs it);
+    ``call_tool`` as in ``AgentLoop`` (durable runs: tooldb.workers)."""
+    chosen = agent_model(registry, spec, model)
+    if chosen is None:
+        return None
     resolved = load_model(chosen, registry.settings) if isinstance(chosen, str) else chosen
     if spec is None:
         base = Limits.from_settings(registry.settings).updated(limits)
-        return AgentLoop(registry, resolved, limits=base, tool_choice=tool_choice).run(task)
-    return agent_loop(registry, spec, resolved, tool_choice=tool_choice, limits=limits).run(task)
+        return AgentLoop(
+            registry, resolved, limits=base, tool_choice=tool_choice, call_tool=call_tool
+        )
+    return agent_loop(
+        registry, spec, resolved, tool_choice=tool_choice, limits=limits, call_tool=call_tool
+    )
 
 
 def agent_model(
@@ -77,6 +98,7 @@ def agent_loop(
     *,
     tool_choice: str | None = None,
     limits: dict[str, Any] | None = None,
+    call_tool: CallTool | None = None,
 ) -> AgentLoop:
     """The LLM loop of a registered agent: its instructions, tools, skills, limits (and
     ``limits`` over them), tool choice and per-target retry caps."""
@@ -92,6 +114,7 @@ def agent_loop(
         tool_choice=tool_choice or spec.tool_choice,
         agent=spec.name,
         retry_caps=spec.retries,
+        call_tool=call_tool,
     )
 
 

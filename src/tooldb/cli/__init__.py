@@ -1,6 +1,7 @@
 """The ``tooldb`` command, one module per command group: ``tools`` (register, list,
 call, statistics), ``selection`` (select, embed, doctor), ``agents`` (run, runs,
-skills, agents), ``ooda``, ``trace`` (provenance) and ``mcp`` (serve). ``app.py`` holds
+skills, agents), ``workers`` (submit, worker),
+``ooda``, ``trace`` (provenance) and ``mcp`` (serve). ``app.py`` holds
 what they share; it is the only place errors become exit codes (0 ok, 1 tool failure,
 2 bad usage or input).
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 # The command groups register their commands on import, in the order `--help` lists them.
 # isort: off
-from . import tools, mcp, agents, ooda, selection, trace, packs  # noqa: F401
+from . import tools, mcp, agents, workers, ooda, selection, trace, packs  # noqa: F401
 from . import sessionsight  # noqa: F401  (the sessionsight pack's agents)
 from . import serve  # noqa: F401  (tooldb serve, tooldb keys)
 

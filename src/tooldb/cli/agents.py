@@ -11,6 +11,7 @@ import typer
 
 from ..errors import UsageError
 from ..types import RunResult, RunStatus
+from . import workers
 from .app import (
     JsonOpt,
     _errors,
@@ -140,17 +141,28 @@ def runs(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Recent agent runs, newest first; ``tooldb runs show RUN_ID`` prints one."""
+    """Recent agent runs, newest first, then runs submitted to workers (queued, running,
+    finished, and the worker); ``tooldb runs show|wait|cancel RUN_ID``."""
     if action:
-        if len(action) != 2 or action[0] != "show":
+        if len(action) != 2 or action[0] not in ("show", "wait", "cancel"):
             with _errors():
-                raise UsageError(f"expected 'tooldb runs show RUN_ID', got {' '.join(action)!r}")
+                raise UsageError(
+                    "expected 'tooldb runs show RUN_ID' (or 'wait RUN_ID', 'cancel RUN_ID' "
+                    f"for a submitted run), got {' '.join(action)!r}"
+                )
+        if action[0] != "show":
+            return workers.runs_action(action, as_json)
         return show_run(action[1], as_json)
     with _registry(as_json) as registry:
         records = registry.store.list_runs(registry.tenant, status=status, limit=limit)
+        with _errors():
+            submitted = workers.submitted(registry, limit) if status is None else []
     if as_json:
-        _print_json({"runs": [r.model_dump(mode="json") for r in records]})
+        listed = {"runs": [r.model_dump(mode="json") for r in records]}
+        _print_json(listed | ({"submitted": [s.__dict__ for s in submitted]} if submitted else {}))
         return
+    if submitted:
+        workers.print_submitted(submitted, as_json)
     table = _table("id", "started", "status", "mode", "calls", "ms", "task")
     for r in records:
         took = (r.ended_at - r.started_at) * 1000 if r.ended_at else None

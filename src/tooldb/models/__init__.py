@@ -4,12 +4,14 @@ Providers are optional extras imported only when asked for, so the core installs
 without any SDK: ``openai`` (any OpenAI-compatible chat-completions server: OpenAI,
 vLLM, Ollama, llama.cpp, LM Studio ... via a base URL) and ``anthropic``.
 ``ollama``, ``vllm``, ``lmstudio`` and ``llamacpp`` are the openai provider with
-that server's usual local base URL.
+that server's usual local base URL. ``python:module:function`` is the Model that
+``function()`` returns (a scripted or function model a worker process can build from a
+string: tests, benchmarks, an application's own model).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..errors import UsageError
 from .base import Message, Model, ModelTurn, StopReason, ToolCall, ToolChoice, ToolSchema, Usage
@@ -42,7 +44,7 @@ LOCAL_SERVERS = {
     "lmstudio": "http://127.0.0.1:1234/v1",
     "llamacpp": "http://127.0.0.1:8080/v1",
 }
-PROVIDERS = ("openai", "anthropic", *LOCAL_SERVERS)
+PROVIDERS = ("openai", "anthropic", "python", *LOCAL_SERVERS)
 
 #: Model objects registered under a ``provider:model`` name (``register_model``).
 _REGISTERED: dict[str, Model] = {}
@@ -84,4 +86,25 @@ def load_model(spec: str, settings: Settings | None = None) -> Model:
         return OpenAIModel.from_settings(
             name, settings, provider=provider, default_base_url=LOCAL_SERVERS.get(provider)
         )
+    if provider == "python":
+        return _python_model(spec, name)
     raise UsageError(f"unknown model provider {provider!r} in {spec!r}: use one of {PROVIDERS}")
+
+
+def _python_model(spec: str, target: str) -> Model:
+    """``python:module:function``: the model ``function()`` builds."""
+    import importlib
+
+    module_name, sep, function_name = target.partition(":")
+    if not sep or not module_name or not function_name:
+        raise UsageError(f"model {spec!r} must look like python:module:function")
+    try:
+        factory = getattr(importlib.import_module(module_name), function_name)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(f"model {spec!r}: cannot load {target!r} ({exc})") from exc
+    model = factory()
+    if not callable(getattr(model, "complete", None)) or not isinstance(
+        getattr(model, "id", None), str
+    ):
+        raise UsageError(f"model {spec!r}: {target}() returned {type(model).__name__}, not a Model")
+    return cast("Model", model)

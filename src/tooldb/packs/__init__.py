@@ -96,13 +96,13 @@ def register_contents(
             path.parent.name for path in skills.rglob("SKILL.md") if path.is_file()
         )
     if agents is not None and agents.is_dir():
-        specs = [read_agent(path) for path in sorted(agents.glob("*.yaml"))]
+        agent_specs = [read_agent(path) for path in sorted(agents.glob("*.yaml"))]
         # Agents name each other (an orchestrator names its agent-tools): the first pass
         # registers each, disabled while what it names is not there yet; the second
         # completes them, or says clearly what the pack itself lacks.
-        for agent in specs:
+        for agent in agent_specs:
             registry.add_agent(agent, allow_missing=True)  # an ``as_tool`` one: a tool too
-        for agent in specs:
+        for agent in agent_specs:
             registry.add_agent(agent)
             report.agents.append(agent.name)
     return report

@@ -70,6 +70,8 @@ class AgentRuntime:
 
     run_task: Callable[..., RunResult]
     run_agent_tool: Callable[[Registry, str, dict[str, Any]], Awaitable[Any]]
+    submit: Callable[..., str] | None = None
+    wait: Callable[..., RunResult] | None = None
 
 
 _installed_runtime: AgentRuntime | None = None
@@ -546,6 +548,19 @@ class Registry(CallPath, Catalog):
         return self.agent_runtime.run_task(
             self, task, agent=agent, model=model, tool_choice=tool_choice
         )
+
+    def submit(self, task: str, **options: Any) -> str:
+        """Enqueue ``task`` (``agent=``, ``model=``, ``tool_choice=`` as ``run``) for the
+        workers (``tooldb worker``, PostgreSQL only); its run id, at once."""
+        if self.agent_runtime is None or self.agent_runtime.submit is None:
+            raise UsageError("this registry's runtime cannot submit runs: `import tooldb` first")
+        return self.agent_runtime.submit(self, task, **options)
+
+    def wait(self, run_id: str, timeout_s: float | None = None) -> RunResult:
+        """Block until the submitted run ``run_id`` ends; its result."""
+        if self.agent_runtime is None or self.agent_runtime.wait is None:
+            raise UsageError("this registry's runtime cannot wait for runs: `import tooldb` first")
+        return self.agent_runtime.wait(self, run_id, timeout_s)
 
 
 def _unmasked_url(store: Store, settings: Settings) -> str | None:
