@@ -68,7 +68,7 @@ def _truncate_postgres(url: str) -> None:
         conn.execute(
             "TRUNCATE tools, tool_versions, calls, tool_search, tenant_state, decisions,"
             " runs, run_messages, skills, agents,"
-            " tool_stats_history, ooda_cycles, ooda_acts, ooda_locks"
+            " tool_stats_history, ooda_cycles, ooda_acts, ooda_locks, task_evidence, evidence_state"
             " RESTART IDENTITY CASCADE"
         )
 

@@ -27,6 +27,19 @@ def run_task(
     """Run ``task``: with ``model`` (or the agent's, or the ``model`` setting) the LLM
     tool-calling loop, otherwise the router. Never raises for what the model or a tool
     does; raises for the caller's mistakes (unknown agent, model provider or tool)."""
+    result = _run(registry, task, agent, model, tool_choice, k)
+    registry.learn_from_run(result)  # the tools that served the task: selection learns
+    return result
+
+
+def _run(
+    registry: Registry,
+    task: str,
+    agent: str | AgentSpec | None,
+    model: str | Model | None,
+    tool_choice: str | None,
+    k: int,
+) -> RunResult:
     spec = registry.agent(agent) if isinstance(agent, str) else agent
     chosen: str | Model | None = model or (spec.model if spec else None) or registry.settings.model
     if not chosen:

@@ -51,6 +51,7 @@ from ..types import (
 )
 from .calls import CallPath
 from .catalog import Catalog
+from .learning import Learning
 from .manifests import Found, Imported, Skipped, find_manifest, spec_from_mapping
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ def use_agent_runtime(runtime: AgentRuntime | None) -> None:
     _installed_runtime = runtime
 
 
-class Registry(CallPath, Catalog):
+class Registry(CallPath, Catalog, Learning):
     """Tools in a SQL store, for one tenant."""
 
     def __init__(
@@ -288,6 +289,8 @@ class Registry(CallPath, Catalog):
         """
         if rebuild:
             self.refresh_documents()
+        else:
+            self._document_unregistered()
         embedder = self.embedder
         if embedder is None:
             return 0
@@ -305,6 +308,14 @@ class Registry(CallPath, Catalog):
             executors=self.executors,
             agent_runtime=self.agent_runtime,
         )
+
+    def _document_unregistered(self) -> None:
+        """Write the search documents of tools added by plain SQL (never registered):
+        without one a tool is never embedded, and selection only knows its name."""
+        missing = set(self.store.undocumented_tools(self.tenant))
+        if missing:
+            tools = [t for t in self.list(include_disabled=True) if t.id in missing]
+            self.store.reset_documents(self.tenant, [(t.id, tool_document(t.spec)) for t in tools])
 
     def refresh_documents(self) -> int:
         """Rewrite every tool's search text (after an upgrade); returns how many changed."""
@@ -325,6 +336,7 @@ class Registry(CallPath, Catalog):
                 self.store, self.tenant, embedder.id if embedder else None, dim, ann_min
             )
             self._selector = Selector(index, embedder, Weights.from_settings(self.settings))
+            self._attach_evidence(self._selector)  # learning from use (learning.py)
         return self._selector
 
     def select(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-HEAD = "0007_run_leases"
+HEAD = "0008_selection_evidence"
 VERSION_TABLE = "alembic_version"
 
 

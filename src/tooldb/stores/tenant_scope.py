@@ -47,6 +47,8 @@ SCOPES: dict[str, str] = {
     "ooda_cycles": "tenant = {tenant}",
     "ooda_acts": "tenant = {tenant}",
     "ooda_locks": "tenant = {tenant}",
+    "task_evidence": "tenant = {tenant}",
+    "evidence_state": "tenant = {tenant}",
 }
 
 TENANT_SETTING = "tooldb.tenant"
