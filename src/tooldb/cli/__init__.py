@@ -9,7 +9,7 @@ from __future__ import annotations
 
 # The command groups register their commands on import, in the order `--help` lists them.
 # isort: off
-from . import tools, mcp, agents, ooda, selection, trace  # noqa: F401
+from . import tools, mcp, agents, ooda, selection, trace, evidence  # noqa: F401
 
 # isort: on
 from .app import app, main

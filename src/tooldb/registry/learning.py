@@ -112,12 +112,14 @@ class Learning:
         self._evidence_changed()
         return deleted
 
-    def prune_evidence(self, *, max_age_s: float | None = None) -> dict[str, int]:
+    def prune_evidence(
+        self, *, max_age_s: float | None = None, now: float | None = None
+    ) -> dict[str, int]:
         """Drop evidence not seen for ``max_age_s`` (default: ``evidence_max_age_s``; 0
         keeps it), contradicted rows (failures caught up with their successes) and rows
-        of removed tools; returns how many of each."""
+        of removed tools (``now``: the OODA cycle's clock); returns how many of each."""
         age = self.settings.evidence_max_age_s if max_age_s is None else max_age_s
-        cutoff = time.time() - age if age > 0 else None
+        cutoff = (time.time() if now is None else now) - age if age > 0 else None
         counts = self.store.prune_evidence(self.tenant, seen_before=cutoff)
         self._evidence_changed()
         return counts
