@@ -46,6 +46,19 @@ from tooldb.selection.select import Filters  # noqa: E402
 from tooldb.stores import EvidenceWrite  # noqa: E402
 
 FRACTIONS = (0.0, 0.1, 0.5, 1.0)
+#: --sweep: after 100% of train, each variant of the evidence settings (one change at a
+#: time) ranks the test queries again; the leave-one-dataset-out table picks, for each
+#: set, the variant best on the others and reports it on the one left out.
+VARIANTS: dict[str, dict[str, float]] = {
+    "defaults": {},
+    "weight 2": {"weight": 2.0},
+    "weight 8": {"weight": 8.0},
+    "weight 16": {"weight": 16.0},
+    "min cosine 0.4": {"min_cosine": 0.4},
+    "min cosine 0.6": {"min_cosine": 0.6},
+    "neighbours 8": {"neighbours": 8},
+    "neighbours 128": {"neighbours": 128},
+}
 MIN_QUERIES = 180
 TEST_SHARE = 0.2
 STORED_TASKS = 100_000
@@ -122,10 +135,19 @@ def run_dataset(
             )
             print(f"  {name} {fraction:>4.0%}: {rows[-1]}", flush=True)
         stored = registry.store.count_evidence(registry.tenant)
+        swept = {}
+        if args.sweep:
+            defaults = registry.selector.evidence_weights
+            for label, changes in VARIANTS.items():
+                registry.selector.evidence_weights = replace(defaults, **changes)
+                swept[label] = evaluate(registry, test, test_vectors)["nDCG@10"]
+            registry.selector.evidence_weights = defaults
+            print(f"  {name} sweep: {swept}", flush=True)
         report = {
             "dataset": name, "tools": len(specs), "train": len(train), "test": len(test),
             "rows": rows, "cold_unchanged": unchanged, "runs": runs,
             "runs_per_s": runs / replay_s if replay_s else 0.0, "stored": stored,
+            "swept": swept,
         }  # fmt: skip
         if args.p50 and not args.p50_done:
             report["p50"] = select_p50(registry, train, test, test_vectors, embedder)
@@ -186,6 +208,7 @@ def main() -> None:
     parser.add_argument("--embedder", default="local")
     parser.add_argument("--cache", default="~/.cache/tooldb-bench")
     parser.add_argument("--no-p50", dest="p50", action="store_false")
+    parser.add_argument("--sweep", action="store_true", help="leave-one-dataset-out check")
     args = parser.parse_args()
     args.p50_done = False
     names = args.datasets or [
@@ -222,6 +245,15 @@ def print_table(reports: list[dict[str, Any]]) -> None:
             f"| {r['dataset']} | {r['tools']} | {r['train']} / {r['test']} | {cells} | "
             f"{gain:+.1f} | {r['runs_per_s']:.0f} | {'yes' if r['cold_unchanged'] else 'NO'} |"
         )
+    swept = [r for r in reports if r.get("swept")]
+    if len(swept) > 1:
+        print("\n| left out | chosen on the others | its nDCG@10 | defaults |")
+        print("|---|---|---:|---:|")
+        for r in swept:
+            others = [o for o in swept if o is not r]
+            chosen = max(VARIANTS, key=lambda v: sum(o["swept"][v] for o in others))
+            print(f"| {r['dataset']} | {chosen} | {r['swept'][chosen]:.1f} | "
+                  f"{r['swept']['defaults']:.1f} |")  # fmt: skip
     for r in reports:
         if "p50" in r:
             print(f"\n# select p50 ms (k=5, task vector cached) on {r['dataset']}: " + ", ".join(
