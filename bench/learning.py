@@ -51,9 +51,9 @@ FRACTIONS = (0.0, 0.1, 0.5, 1.0)
 #: set, the variant best on the others and reports it on the one left out.
 VARIANTS: dict[str, dict[str, float]] = {
     "defaults": {},
-    "weight 2": {"weight": 2.0},
+    "weight 4": {"weight": 4.0},
     "weight 8": {"weight": 8.0},
-    "weight 16": {"weight": 16.0},
+    "weight 32": {"weight": 32.0},
     "min cosine 0.4": {"min_cosine": 0.4},
     "min cosine 0.6": {"min_cosine": 0.6},
     "neighbours 8": {"neighbours": 8},

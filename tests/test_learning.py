@@ -166,12 +166,18 @@ def test_another_process_evidence_is_seen(
     assert _rank(catalogue) == cold
 
 
-def test_a_router_run_learns_from_the_tools_it_called(catalogue: Registry) -> None:
+def test_a_router_run_learns_from_the_tools_it_called(catalogue: Registry, store_url: str) -> None:
     result = catalogue.run("count the words: hello world", agent=None, model=None)
     used = {use.tool for use in result.tool_calls}
     assert used, result
     assert {r.tool for r in catalogue.evidence()} == used
     assert all(r.task == "count the words: hello world" for r in catalogue.evidence())
+    again = catalogue.run("count the words: hello there", agent=None, model=None)
+    shown = CliRunner().invoke(app, ["--db", store_url, "trace", again.run_id, "--json"]).stdout
+    events = json.loads(shown)["tree"]["events"]
+    decisions = [e for e in events if e["type"] == "decision"]
+    explained = [c["evidence"] for c in decisions[0]["candidates"] if c.get("evidence")]
+    assert explained and explained[0].startswith("served 1 similar task (closest")
 
 
 def test_descriptions_reach_select_and_search_tools(catalogue: Registry) -> None:

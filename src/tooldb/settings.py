@@ -78,7 +78,7 @@ class Settings:
     #: (or failed) move it up (down) for similar tasks. ``select_learning`` false: rank
     #: zero-shot and store no evidence.
     select_learning: bool = True
-    select_evidence_weight: float = 4.0
+    select_evidence_weight: float = 16.0
     select_evidence_min_cosine: float = 0.5
     select_evidence_neighbours: int = 32
     select_evidence_merge_cosine: float = 0.95

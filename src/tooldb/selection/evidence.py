@@ -35,7 +35,7 @@ MAX_TASK_CHARS = 2_000
 class EvidenceWeights:
     """How evidence ranks (settings ``select_evidence_*``; docs/selection.md)."""
 
-    weight: float = 4.0
+    weight: float = 16.0
     min_cosine: float = 0.5
     neighbours: int = 32
     merge_cosine: float = 0.95
