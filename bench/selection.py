@@ -12,6 +12,7 @@ beside them.
     .venv/bin/python bench/selection.py --datasets toolbench bfcl --max-queries 500
     .venv/bin/python bench/selection.py --embedder hash       # no model: a quick run
     .venv/bin/python bench/selection.py --scale               # speed at 1k/10k/100k tools
+    .venv/bin/python bench/selection.py --lodo --max-queries 500  # leave-one-dataset-out
 
 Queries are embedded in batches up front (the same embedder), so the run measures
 ranking, not per-query model latency (that is --scale's job).
@@ -257,10 +258,22 @@ def main() -> None:
     parser.add_argument("--twin-cosine", type=float, default=None, help="1 = no twin merging")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--scale", action="store_true", help="speed at scale instead")
+    parser.add_argument(
+        "--lodo", action="store_true", help="leave-one-dataset-out check of the tuned choices"
+    )
     selection_scale.add_arguments(parser)
     args = parser.parse_args()
     if args.scale:
         selection_scale.run(args)
+        return
+    if args.lodo:
+        import selection_lodo
+        from tooldb.embedders import open_embedder
+
+        inner = open_embedder("local" if args.embedder == "auto" else args.embedder)
+        assert inner is not None, "--lodo needs an embedder"
+        cached = selection_scale.CachedEmbedder(inner, Path(args.cache).expanduser())
+        selection_lodo.run(args.datasets, cached, args.max_queries)
         return
     overrides = {"embedder": args.embedder, "record_decisions": False, "record_calls": False}
     if args.lexical_min is not None:

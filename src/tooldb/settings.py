@@ -74,6 +74,17 @@ class Settings:
     #: Past this many embedded tools a tenant's dense search goes through an HNSW graph
     #: (needs tooldb[ann]); 0 keeps it exact at any size.
     select_ann_min_tools: int = 20_000
+    #: Learning from use (selection/evidence.py, docs/selection.md): tasks a tool served
+    #: (or failed) move it up (down) for similar tasks. ``select_learning`` false: rank
+    #: zero-shot and store no evidence.
+    select_learning: bool = True
+    select_evidence_weight: float = 16.0
+    select_evidence_min_cosine: float = 0.5
+    select_evidence_neighbours: int = 32
+    select_evidence_merge_cosine: float = 0.95
+    select_evidence_cap: int = 1000
+    #: The OODA cycle drops evidence not seen for this long (seconds; 0 keeps it).
+    evidence_max_age_s: float = 180 * 86400.0
     record_decisions: bool = True
     #: Agents: ``provider:model`` (empty = no model: ``tooldb run`` uses the router),
     #: the server's base URL (OpenAI-compatible providers), the env var holding the key.
@@ -295,6 +306,7 @@ _ENV_KEYS = {
     "TOOLDB_EMBEDDER_URL": "embedder_url",
     "TOOLDB_RECORD_DECISIONS": "record_decisions",
     "TOOLDB_SELECT_ANN_MIN_TOOLS": "select_ann_min_tools",
+    "TOOLDB_SELECT_LEARNING": "select_learning",
     "TOOLDB_MAX_PARALLEL_CALLS": "max_parallel_calls",
     "TOOLDB_MAX_PARALLEL_PER_TOOL": "max_parallel_per_tool",
     "TOOLDB_HTTP_ALLOWED_HOSTS": "http_allowed_hosts",

@@ -278,6 +278,11 @@ class Candidate(BaseModel):
     category: str
     kind: str
     description: str = ""
+    #: Learning from use: z units the evidence of similar past tasks added to relevance,
+    #: and what it was ("served 14 similar tasks (closest 0.93: '...')"); see
+    #: docs/selection.md.
+    learned: float = 0.0
+    evidence: str | None = None
 
 
 class Selection(BaseModel):

@@ -39,6 +39,20 @@ def run_task(
     settings' (``max_iterations``, ``max_tool_calls``, ``timeout_s`` ...). Never raises
     for what the model or a tool does; raises for the caller's mistakes (unknown agent,
     model provider or tool, an agent that needs a model and has none)."""
+    result = _run(registry, task, agent, model, tool_choice, k, limits)
+    registry.learn_from_run(result)  # the tools that served the task: selection learns
+    return result
+
+
+def _run(
+    registry: Registry,
+    task: str,
+    agent: str | AgentSpec | None,
+    model: str | Model | None,
+    tool_choice: str | None,
+    k: int,
+    limits: dict[str, Any] | None,
+) -> RunResult:
     spec = registry.agent(agent) if isinstance(agent, str) else agent
     loop = task_loop(registry, spec, model, tool_choice=tool_choice, limits=limits)
     if loop is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 # The command groups register their commands on import, in the order `--help` lists them.
 # isort: off
-from . import tools, mcp, agents, workers, ooda, selection, trace, packs  # noqa: F401
+from . import tools, mcp, agents, workers, ooda, selection, trace, packs, evidence  # noqa: F401
 from . import sessionsight  # noqa: F401  (the sessionsight pack's agents)
 from . import serve  # noqa: F401  (tooldb serve, tooldb keys)
 

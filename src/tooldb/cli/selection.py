@@ -69,6 +69,9 @@ def select(
             f"{c.success:.2f}", str(c.calls), _text(c.name),
         )  # fmt: skip
     _out.print(table)
+    for c in selection.candidates:
+        if c.evidence:  # learning from use: what moved it (docs/selection.md)
+            _out.print(f"{_text(c.name)}: {_text(c.evidence)}")
     _out.print(f"decision {selection.decision_id}, {selection.duration_ms:.1f} ms")
 
 

@@ -411,11 +411,14 @@ def call(
         float | None, typer.Option(help="Seconds before the tool is stopped.")
     ] = None,
     run_id: Annotated[str | None, typer.Option(help="Record the call under this run id.")] = None,
+    task: Annotated[
+        str | None, typer.Option(help="What the call was for: selection learns from it.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Call a tool: bind the arguments, run it, record the call."""
     with _registry(as_json) as registry:
-        result = registry.call(name, args, timeout_s=timeout, run_id=run_id)
+        result = registry.call(name, args, timeout_s=timeout, run_id=run_id, task=task)
     if as_json:
         _print_json(result.model_dump(mode="json"))
     elif result.success:

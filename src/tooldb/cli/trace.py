@@ -129,6 +129,7 @@ def _candidate(candidate: dict[str, Any], chosen: str | None, called: str | None
         f"{candidate['rank']}. {candidate['name']} final {candidate['final']:.3f}"
         f" (dense {dense}, lexical {candidate['lexical']:.2f}, success"
         f" {candidate['success']:.2f}, latency {candidate['latency']:.2f})"
+        + (f" {candidate['evidence']}" if candidate.get("evidence") else "")
         + (f" <- {', '.join(marks)}" if marks else "")
     )
 

@@ -143,6 +143,9 @@ class Optimizer:
                 f"{self.settings.ooda_lock_ttl_s:g} s) and another took over: it did not act"
             )
         acts, held = Policy(self, scan, middle, end, cycle_id).apply(dry_run)
+        pruned = {} if dry_run else self.registry.prune_evidence(now=end)  # learning from use
+        if any(pruned.values()):
+            notes = [*notes, "evidence pruned: " + ", ".join(f"{n} {k}" for k, n in pruned.items())]
         if cycle_id is not None:
             self.store.finish_cycle(
                 self.tenant, cycle_id, {"ended_at": time.time(), "acts": len(acts)}
@@ -153,6 +156,7 @@ class Optimizer:
             tools_analyzed=len(scan.tools), calls_analyzed=sum(t.now.calls for t in scan.tools),
             future_calls=scan.future_calls, orphan_calls=scan.orphan_calls,
             figures=figures(scan), findings=found, acts=acts, held=held, notes=notes,
+            evidence_pruned=pruned,
         )  # fmt: skip
 
     def _alternatives(self, tool: ToolScan, by_name: dict[str, ToolScan]) -> list[Alternative]:

@@ -161,6 +161,9 @@ class OodaReport(BaseModel):
     acts: list[Act]
     held: list[Held]
     notes: list[str]
+    #: Selection evidence the cycle dropped (registry.prune_evidence): stale, contradicted,
+    #: of removed tools; empty in a dry run.
+    evidence_pruned: dict[str, int] = Field(default_factory=dict)
 
     def found(self, kind: FindingKind | str) -> set[str]:
         """Names of the tools with a finding of this kind."""

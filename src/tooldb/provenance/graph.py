@@ -299,7 +299,10 @@ def _call_event(
 
 def _scores(candidate: dict[str, Any]) -> dict[str, Any]:
     keys = ("name", "rank", "final", "relevance", "dense", "lexical", "success", "latency")
-    return {k: candidate.get(k) for k in keys}
+    scores = {k: candidate.get(k) for k in keys}
+    if candidate.get("evidence"):  # learning from use moved it (selection/evidence.py)
+        scores.update(learned=candidate.get("learned"), evidence=candidate["evidence"])
+    return scores
 
 
 def _duration(run: dict[str, Any]) -> float | None:

@@ -21,7 +21,6 @@ from ..decorators import SPEC_ATTRIBUTE, spec_from_function, tools_of_module
 from ..embedders import Embedder, open_embedder
 from ..errors import NotFound, StoreError, ToolDBError, UsageError
 from ..executors import Closeable, Executor, default_executors, executor_for
-from ..executors.agent import agent_tool_parameters
 from ..executors.http import HttpExecutor
 from ..executors.python import PythonExecutor
 from ..executors.threads import reserve as reserve_threads
@@ -51,6 +50,7 @@ from ..types import (
 )
 from .calls import CallPath
 from .catalog import MISSING, Catalog
+from .learning import Learning
 from .manifests import Found, Imported, Skipped, find_manifest, spec_from_mapping
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def use_agent_runtime(runtime: AgentRuntime | None) -> None:
     _installed_runtime = runtime
 
 
-class Registry(CallPath, Catalog):
+class Registry(CallPath, Catalog, Learning):
     """Tools in a SQL store, for one tenant."""
 
     def __init__(
@@ -290,6 +290,8 @@ class Registry(CallPath, Catalog):
         """
         if rebuild:
             self.refresh_documents()
+        else:
+            self._document_unregistered()
         embedder = self.embedder
         if embedder is None:
             return 0
@@ -307,6 +309,14 @@ class Registry(CallPath, Catalog):
             executors=self.executors,
             agent_runtime=self.agent_runtime,
         )
+
+    def _document_unregistered(self) -> None:
+        """Write the search documents of tools added by plain SQL (never registered):
+        without one a tool is never embedded, and selection only knows its name."""
+        missing = set(self.store.undocumented_tools(self.tenant))
+        if missing:
+            tools = [t for t in self.list(include_disabled=True) if t.id in missing]
+            self.store.reset_documents(self.tenant, [(t.id, tool_document(t.spec)) for t in tools])
 
     def refresh_documents(self) -> int:
         """Rewrite every tool's search text (after an upgrade); returns how many changed."""
@@ -327,6 +337,7 @@ class Registry(CallPath, Catalog):
                 self.store, self.tenant, embedder.id if embedder else None, dim, ann_min
             )
             self._selector = Selector(index, embedder, Weights.from_settings(self.settings))
+            self._attach_evidence(self._selector)  # learning from use (learning.py)
         return self._selector
 
     def select(
@@ -505,31 +516,6 @@ class Registry(CallPath, Catalog):
         return self.list(include_disabled=True)
 
     # -- agents --------------------------------------------------------------
-    def add_agent_tool(self, name: str) -> PutOutcome:
-        """Register the agent ``name`` as a tool of kind ``agent`` under the same name:
-        callers (and other agents) delegate to it with ``{"task": ..., "context": ...}``
-        and get the status protocol back (agents/orchestrate.py, docs/agents.md)."""
-        spec = self.agent_definition(name)
-        existing = self.store.get_tool(self.tenant, name)
-        if existing is not None and existing.spec.kind is not ToolKind.AGENT:
-            raise UsageError(
-                f"cannot register agent {name!r} as a tool: a {existing.spec.kind.value} tool "
-                "has that name"
-            )
-        first_line = next((ln for ln in spec.instructions.splitlines() if ln.strip()), "")
-        timeout = spec.limits.get("timeout_s", self.settings.agent_timeout_s)
-        tool_spec = ToolSpec(
-            name=name,
-            description=spec.description or first_line or f"The agent {name}.",
-            category="agents",
-            kind=ToolKind.AGENT,
-            target=name,
-            parameters=agent_tool_parameters(),
-            returns=Returns.JSON,
-            timeout_s=float(timeout) + 5.0,  # the agent's own limit ends it first
-        )
-        return self.register([tool_spec])[0]
-
     def run(
         self,
         task: str,

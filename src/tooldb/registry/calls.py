@@ -59,18 +59,24 @@ class CallPath:
         *,
         run_id: str | None = None,
         timeout_s: float | None = None,
+        task: str | None = None,
     ) -> ToolResult:
         """Bind, execute and record one call.
 
         The caller's mistakes raise (NotFound, ToolDisabled, ArgumentError); whatever the
         tool does — raise, time out — comes back as a ToolResult with ``success=False``.
+        ``task``: what the call was for; selection learns from it (learning.py): a
+        success is evidence for the tool on similar tasks, a failure against.
         """
         bound = self._bind_recording_rejects(name, arguments, run_id)
         with calling(self._registry):
             outcome = execute(
                 self._executor(bound.tool), bound, self._timeout(bound.tool, timeout_s)
             )
-        return self._finish(bound, outcome, run_id)
+        result = self._finish(bound, outcome, run_id)
+        if task is not None:
+            self._registry.learn(task, bound.tool.name, good=result.success)
+        return result
 
     async def acall(
         self,

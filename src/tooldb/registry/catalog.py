@@ -17,18 +17,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DefinitionError, NotFound, UsageError
-from ..types import AgentSpec, SkillSpec, ToolRecord
+from ..executors.agent import agent_tool_parameters
+from ..types import AgentSpec, Returns, SkillSpec, ToolKind, ToolRecord, ToolSpec
 from .skills import agent_from_mapping, read_agent, read_skills, skill_from_mapping
 
 if TYPE_CHECKING:
-    from ..stores import EnabledState, Store
+    from ..settings import Settings
+    from ..stores import EnabledState, PutOutcome, Store
 
 
 class Catalog:
     store: Store
     tenant: str
-    #: Registry's: registers an agent as a tool of kind ``agent`` (``as_tool``).
-    add_agent_tool: Callable[[str], Any]
+    settings: Settings
+    #: Registry's: registers tool specs (what ``add_agent_tool`` makes).
+    register: Callable[[list[ToolSpec]], list[PutOutcome]]
     #: Registry's: the tenant's tools among these names (enabled or not).
     get_many: Callable[[Iterable[str]], dict[str, ToolRecord]]
     enable: Callable[[str], None]
@@ -112,6 +115,31 @@ class Catalog:
         row = self._row("agent", name)
         _require_enabled("agent", name, row)
         return AgentSpec.model_validate(row["definition"])
+
+    def add_agent_tool(self, name: str) -> PutOutcome:
+        """Register the agent ``name`` as a tool of kind ``agent`` under the same name:
+        callers (and other agents) delegate to it with ``{"task": ..., "context": ...}``
+        and get the status protocol back (agents/orchestrate.py, docs/agents.md)."""
+        spec = self.agent_definition(name)
+        existing = self.store.get_tool(self.tenant, name)
+        if existing is not None and existing.spec.kind is not ToolKind.AGENT:
+            raise UsageError(
+                f"cannot register agent {name!r} as a tool: a {existing.spec.kind.value} tool "
+                "has that name"
+            )
+        first_line = next((ln for ln in spec.instructions.splitlines() if ln.strip()), "")
+        timeout = spec.limits.get("timeout_s", self.settings.agent_timeout_s)
+        tool_spec = ToolSpec(
+            name=name,
+            description=spec.description or first_line or f"The agent {name}.",
+            category="agents",
+            kind=ToolKind.AGENT,
+            target=name,
+            parameters=agent_tool_parameters(),
+            returns=Returns.JSON,
+            timeout_s=float(timeout) + 5.0,  # the agent's own limit ends it first
+        )
+        return self.register([tool_spec])[0]
 
     def agent_definition(self, name: str) -> AgentSpec:
         """The agent's current definition, enabled or not."""

@@ -56,6 +56,8 @@ class Slots:
     #: The tool's change_seq when loaded: with the id, what a saved graph is checked by.
     seqs: npt.NDArray[np.int64] = field(default_factory=lambda: _empty(np.int64))
     names: list[str] = field(default_factory=list)
+    #: The first 500 characters of each tool's description (what a Candidate shows).
+    descriptions: list[str] = field(default_factory=list)
     categories: Codes = field(default_factory=Codes)
     kinds: Codes = field(default_factory=Codes)
     category_codes: npt.NDArray[np.int32] = field(default_factory=lambda: _empty(np.int32))
@@ -187,6 +189,7 @@ class ToolIndex:
         self.slots.ids[slot] = row.id
         self.slots.seqs[slot] = row.change_seq
         self.slots.names.append(row.name)
+        self.slots.descriptions.append(row.description)
         self.slots.category_codes[slot] = self.slots.categories.code(row.category)
         self.slots.kind_codes[slot] = self.slots.kinds.code(row.kind)
         self.slots.usable[slot] = row.enabled

@@ -19,6 +19,7 @@ dominates by its units. Two ways to the same pool:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,6 +110,8 @@ class Mix:
     twin_cosine: float = 1.0
     unrelated_z: float = -math.inf
     unrelated_share: float = 1.0
+    #: Learning from use (evidence.py): z units added to allowed slots' blended relevance.
+    learned: Mapping[int, float] | None = None
 
     def vetted(self, best_dense_z: float | None) -> float:
         """The lexical share once the vectors have judged the tool the words rank first:
@@ -155,6 +158,21 @@ def blend(
         return lexical_z
     fused = (1.0 - share) * dense_spread.z(dense) + share * lexical_z
     return fused.astype(np.float32, copy=False)
+
+
+def with_learned(fused: Floats, slots: Slots, learned: Mapping[int, float] | None) -> Floats:
+    """``fused`` (scores of the sorted ``slots``) plus what evidence adds to some slots."""
+    if not learned:
+        return fused
+    wanted = np.fromiter(learned.keys(), dtype=np.int64, count=len(learned))
+    at = np.searchsorted(slots, wanted)
+    inside = at < len(slots)
+    inside[inside] = slots[at[inside]] == wanted[inside]
+    shifted = fused.copy()
+    shifted[at[inside]] += np.fromiter(learned.values(), dtype=np.float32, count=len(learned))[
+        inside
+    ]
+    return shifted
 
 
 def top(scores: Floats, size: int) -> Slots:
@@ -280,7 +298,9 @@ def exact_pool(
     share = mix.share
     if dense is not None and dense_spread is not None and best_lexical > 0:
         share = mix.vetted(_judged(float(dense[best_at]), dense_spread))
-    fused = blend(dense, lexical, dense_spread, lexical_spread, share)
+    fused = with_learned(
+        blend(dense, lexical, dense_spread, lexical_spread, share), subset, mix.learned
+    )
     chosen = top(fused, size)
     pool = Pool(
         subset[chosen], dense[chosen] if dense is not None else None, lexical[chosen], fused[chosen]
@@ -368,6 +388,8 @@ def approximate_pool(
     dense_side = index.dense.nearest(query, per_side, graph)
     lexical_side = lexical_scores.top(per_side)
     candidates = union(dense_side, lexical_side)
+    if mix.learned:  # tools the evidence speaks for are rescored even if neither side found them
+        candidates = union(candidates, np.fromiter(mix.learned, dtype=np.int64))
     rows = index.dense.rows(candidates)  # kept: the twins' check reuses the pool's
     dense = np.asarray(rows @ query, dtype=np.float32)
     lexical = matched.at(candidates)
@@ -388,6 +410,7 @@ def approximate_pool(
             cosine = index.dense.rows(np.array([best], dtype=np.int64))[0] @ query
         share = mix.vetted(_judged(float(cosine), dense_spread))
     fused = blend(dense, lexical, dense_spread, lexical_spread, share)
+    fused = with_learned(fused, candidates, mix.learned)
     chosen = top(fused, size)
     pool = Pool(candidates[chosen], dense[chosen], lexical[chosen], fused[chosen])
     return merge_twins(index, matched, pool, share, lexical_spread, mix.twin_cosine, rows[chosen])

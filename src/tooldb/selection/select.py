@@ -36,6 +36,7 @@ from .blas import one_thread
 from .cache import MAX_POOL as REMEMBERED_POOL_MAX
 from .cache import MAX_TASK_CHARS as REMEMBERED_TASK_CHARS
 from .cache import Recent
+from .evidence import EvidenceIndex, EvidenceWeights, Learned
 from .index import Allowed, Slots, ToolIndex
 from .retrieval import (
     EXACT_SUBSET_MAX,
@@ -180,6 +181,9 @@ class Selector:
         self.pools: Recent[tuple[Any, ...], Pooled] = Recent()
         self._fresh_plus = self.ranker.bonuses(*self.ranker.fresh)
         self._pooled_facts: Slots | None = None
+        #: Learning from use (evidence.py): the tenant's evidence, None to rank zero-shot.
+        self.evidence: EvidenceIndex | None = None
+        self.evidence_weights = EvidenceWeights()
 
     def select(self, task: str, k: int, filters: Filters, query_vector: Any = None) -> Selection:
         started = time.perf_counter()
@@ -189,6 +193,7 @@ class Selector:
         remember = query_vector is None and len(task) <= REMEMBERED_TASK_CHARS
         if query_vector is None and self.embedder is not None and index.has_vectors():
             query_vector = self._embedded(task)  # before the lock: a model takes ms
+        evidence = self.evidence.refresh() if self.evidence is not None else None
         while True:
             # Rank on the mirror as it is, then read the statistics together with the
             # tenant's state: if the mirror was behind, bring it up and rank again.
@@ -196,7 +201,7 @@ class Selector:
             with index.lock, one_thread:  # products on one BLAS thread: blas.py
                 seen = index.seen
                 size = max(POOL_MIN, POOL_FACTOR * k)
-                key = self._pool_key(task, k, filters, size) if remember else None
+                key = self._pool_key(task, k, filters, size, evidence) if remember else None
                 pooled = self.pools.get(key) if key is not None else None
                 if pooled is None:
                     allowed = index.allowed(
@@ -208,9 +213,9 @@ class Selector:
                         return Selection(
                             task=task, candidates=[], notes=notes, embedder=self._embedder_id()
                         )
-                    found, query_vector = self._pool(task, size, allowed, query_vector)
+                    found, query_vector, learned = self._pool(task, size, allowed, query_vector)
                     # a reload replaces ``index.slots``; the pooled slots' facts stay put
-                    pooled = Pooled(found, index.slots, self._fresh_plus)
+                    pooled = Pooled(found, index.slots, self._fresh_plus, learned)
                     if key is not None:
                         self.pools.put(key, pooled)
                 ids = pooled.ids
@@ -226,7 +231,9 @@ class Selector:
             duration_ms=(time.perf_counter() - started) * 1000,
         )
 
-    def _pool_key(self, task: str, k: int, filters: Filters, size: int) -> tuple[Any, ...] | None:
+    def _pool_key(
+        self, task: str, k: int, filters: Filters, size: int, evidence: int | None
+    ) -> tuple[Any, ...] | None:
         """Where the pool of this request is remembered (index lock held); None if it is
         not kept. Every remembered pool holds the index's current facts: a full reload
         (new facts) drops them all, so none keeps the old ones alive."""
@@ -236,16 +243,20 @@ class Selector:
             self._pooled_facts = facts
         if k == 0 or size > REMEMBERED_POOL_MAX:
             return None
-        return (task, filters.key(), size, self.index.seen)
+        return (task, filters.key(), size, self.index.seen, evidence)
 
-    def _pool(self, task: str, size: int, allowed: Allowed, query_vector: Any) -> tuple[Pool, Any]:
-        """The ``size`` allowed tools of best blended relevance (index lock held), and the
-        task's vector (None if not needed), embedded once even if the pool is redone."""
+    def _pool(
+        self, task: str, size: int, allowed: Allowed, query_vector: Any
+    ) -> tuple[Pool, Any, dict[int, Learned]]:
+        """The ``size`` allowed tools of best blended relevance (index lock held), the
+        task's vector (None if not needed), embedded once even if the pool is redone, and
+        what the evidence says of allowed tools, by slot."""
         index = self.index
         matched = index.lexical.match(task)
         query = None
         if self.embedder is not None and index.has_vectors():
             query = self._embedded(task) if query_vector is None else query_vector
+        learned = self._learned(query, allowed)
         lexical = AllowedLexical.of(matched, allowed, index.lexical.documents)
         best = lexical.best
         w = self.ranker.w
@@ -254,6 +265,7 @@ class Selector:
             twin_cosine=w.twin_cosine,
             unrelated_z=w.unrelated_z,
             unrelated_share=w.unrelated_share,
+            learned={slot: item.boost for slot, item in learned.items()} or None,
         )
         if (
             query is not None
@@ -264,7 +276,19 @@ class Selector:
             pool = approximate_pool(index, matched, lexical, query, allowed, mix, size)
         else:
             pool = exact_pool(index, matched, query, allowed, mix, size)
-        return pool, query
+        return pool, query, learned
+
+    def _learned(self, query: Any, allowed: Allowed) -> dict[int, Learned]:
+        """The evidence's say on allowed tools, by slot (none without evidence or vectors)."""
+        if self.evidence is None or query is None:
+            return {}
+        found = {}
+        slots, mask = self.index.by_name, allowed.mask
+        for tool, item in self.evidence.learned(query, self.evidence_weights).items():
+            slot = slots.get(tool)
+            if slot is not None and slot < len(mask) and mask[slot]:
+                found[slot] = item
+        return found
 
     def _rank(self, pooled: Pooled, stats: dict[int, LiveStats], k: int) -> list[Ranked]:
         """The k best of the pool: final score, then relevance, then name. Plain floats
@@ -294,6 +318,10 @@ class Selector:
             )
             for i in chosen
         ]
+
+    def task_vector(self, task: str) -> Any:
+        """The task's vector (remembered, so a selection of the same task reuses it)."""
+        return self._embedded(task)
 
     def _embedded(self, task: str) -> Any:
         """The task's vector: remembered, or embedded now (and remembered)."""
@@ -329,10 +357,20 @@ class Pooled:
     ever been called. Remembered with the pool (cache.py), so a task asked
     again only applies the statistics of the few called tools to a ready order."""
 
-    __slots__ = ("facts", "final", "found", "fused", "ids", "names", "order", "position", "rows")
+    __slots__ = (
+        "facts", "final", "found", "fused", "ids", "learned", "names", "order", "position", "rows",
+    )  # fmt: skip
 
-    def __init__(self, found: Pool, facts: Slots, plus: tuple[float, float]) -> None:
+    def __init__(
+        self,
+        found: Pool,
+        facts: Slots,
+        plus: tuple[float, float],
+        learned: dict[int, Learned] | None = None,
+    ) -> None:
         self.found, self.facts = found, facts
+        #: What the evidence said of the pooled tools it had a say on, by slot.
+        self.learned = learned or {}
         self.ids: list[int] = facts.ids[found.slots].tolist()
         self.names: list[str] = [facts.names[slot] for slot in found.slots.tolist()]
         self.fused: list[float] = found.fused.tolist()
@@ -408,4 +446,12 @@ def _row(tool: Ranked, pooled: Pooled, stats: dict[int, LiveStats]) -> dict[str,
         "calls": stats[tool.id].usage_count if tool.id in stats else 0,
         "category": facts.category(slot),
         "kind": facts.kind(slot),
+        "description": facts.descriptions[slot],
+        **_evidence_fields(pooled.learned.get(slot)),
     }
+
+
+def _evidence_fields(learned: Learned | None) -> dict[str, Any]:
+    if learned is None:
+        return {}
+    return {"learned": round(learned.boost, 6), "evidence": learned.explain()}

@@ -436,3 +436,32 @@ api_keys = sa.Table(
 )
 sa.Index("ix_api_keys_hash", api_keys.c.key_hash, unique=True)
 sa.Index("ix_api_keys_tenant", api_keys.c.tenant, api_keys.c.created_at)
+
+#: Learning from use (selection/evidence.py, migration 0008): a task a tool served (or
+#: failed), embedded, per tenant. Near-duplicate tasks of one tool share a row and add up
+#: its ``good``/``bad`` counts; ``last_seen`` is when it last happened (OODA prunes stale
+#: rows). The tool is named, not referenced: evidence outlives a re-registration.
+task_evidence = sa.Table(
+    "task_evidence",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("tool", sa.Text, nullable=False),
+    sa.Column("task", sa.Text, nullable=False),
+    sa.Column("embedder", sa.Text, nullable=False),
+    sa.Column("vector", sa.LargeBinary, nullable=False),
+    sa.Column("good", sa.Float, nullable=False),
+    sa.Column("bad", sa.Float, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("last_seen", sa.Float, nullable=False),
+)
+sa.Index("ix_task_evidence_tenant_tool", task_evidence.c.tenant, task_evidence.c.tool)
+
+#: One row per tenant whose evidence changed: ``version`` grows with every write, so an
+#: in-process evidence matrix knows whether another process changed it.
+evidence_state = sa.Table(
+    "evidence_state",
+    metadata,
+    sa.Column("tenant", sa.Text, primary_key=True),
+    sa.Column("version", sa.BigInteger, nullable=False, server_default="0"),
+)

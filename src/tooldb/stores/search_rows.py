@@ -25,6 +25,9 @@ from .prebuilt import Prebuilt
 from .schema import decisions, tenant_state, tool_search, tools
 from .storable import storable_value
 
+#: How much of a tool's description a selection index keeps (what Candidates show).
+DESCRIPTION_CHARS = 500
+
 
 class TenantState(NamedTuple):
     """A tenant's change counters: any change bumps ``generation``; removals also ``removals``.
@@ -47,6 +50,7 @@ class IndexRow:
     embedder: str | None
     vector: bytes | None
     change_seq: int
+    description: str = ""
 
 
 class LiveStats(NamedTuple):
@@ -259,6 +263,7 @@ class SearchRows:
                 tools.c.kind,
                 tools.c.enabled,
                 tools.c.change_seq,
+                tools.c.description,
                 tool_search.c.text,
                 tool_search.c.embedder,
                 tool_search.c.vector,
@@ -279,6 +284,7 @@ class SearchRows:
                     embedder=row.embedder,
                     vector=bytes(row.vector) if row.vector is not None else None,
                     change_seq=int(row.change_seq),
+                    description=row.description[:DESCRIPTION_CHARS],
                 )
 
     def live_stats(self, tenant: str, ids: Sequence[int]) -> dict[int, LiveStats]:
@@ -332,6 +338,18 @@ class SearchRows:
         )
         with self._guard(), self._reader.connect() as conn:
             return [(row.tool_id, row.text) for row in conn.execute(query)]
+
+    def undocumented_tools(self, tenant: str) -> list[int]:
+        """Ids of the tenant's tools with no search document: written to the ``tools``
+        table by hand (plain SQL), not through ``register``; ``embed`` documents them."""
+        query = (
+            sa.select(tools.c.id)
+            .select_from(tools.outerjoin(tool_search, tool_search.c.tool_id == tools.c.id))
+            .where(tools.c.tenant == tenant, tool_search.c.tool_id.is_(None))
+            .order_by(tools.c.id)
+        )
+        with self._guard(), self._reader.connect() as conn:
+            return [int(row[0]) for row in conn.execute(query)]
 
     def embedding_counts(self, tenant: str) -> dict[str | None, int]:
         """How many of the tenant's tools have vectors from each embedder (None: none)."""

@@ -33,6 +33,7 @@ from .agent_rows import AgentRows
 from .bulk_calls import BulkCalls
 from .call_rows import CallRows
 from .call_sql import CALL_WRITERS
+from .evidence_rows import EvidenceRows
 from .health_rows import HealthRows
 from .hot_connections import HotConnections
 from .ooda_rows import OodaRows
@@ -77,7 +78,15 @@ class PutOutcome:
 
 
 class SQLStore(
-    SearchRows, AgentRows, OodaRows, HealthRows, CallRows, BulkCalls, ProvenanceRows, ServerRows
+    SearchRows,
+    AgentRows,
+    OodaRows,
+    HealthRows,
+    CallRows,
+    BulkCalls,
+    ProvenanceRows,
+    ServerRows,
+    EvidenceRows,
 ):
     """Tools, versions, the call log and the selection tables in one SQL database."""
 

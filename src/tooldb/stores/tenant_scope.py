@@ -52,6 +52,8 @@ SCOPES: dict[str, str] = {
     "catalog_versions": "tenant = {tenant}",
     "agent_skills": "tenant = {tenant}",
     "skill_tools": "tenant = {tenant}",
+    "task_evidence": "tenant = {tenant}",
+    "evidence_state": "tenant = {tenant}",
 }
 
 TENANT_SETTING = "tooldb.tenant"

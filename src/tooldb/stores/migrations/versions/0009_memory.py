@@ -4,7 +4,7 @@ as the other tenant tables (migration 0006), so a SQL tool over the registry see
 its caller's tenant's memories.
 
 Revision ID: 0009_memory
-Revises: 0007_run_leases
+Revises: 0008_selection_evidence
 """
 
 import sqlalchemy as sa
@@ -12,7 +12,7 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
 revision = "0009_memory"
-down_revision = "0007_run_leases"
+down_revision = "0008_selection_evidence"
 branch_labels = None
 depends_on = None
 
