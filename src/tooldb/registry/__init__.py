@@ -39,7 +39,6 @@ from ..stores.storable import storable_text
 from ..tools import BUILTIN_MODULES
 from ..types import (
     CallRecord,
-    Returns,
     RunResult,
     Selection,
     ToolKind,
