@@ -224,6 +224,9 @@ def _convert(param: Param, span: Span) -> Any:
     kind = param.kind
     if span.kind == "choice":
         return None
+    wanted = _format_kind(param)
+    if wanted is not None and span.kind != wanted:
+        return None  # a URL parameter takes a URL, not a city
     if kind == "integer":
         if span.kind in NUMBERS and isinstance(span.value, int) and not span.percent:
             return span.value
@@ -246,8 +249,25 @@ def _convert(param: Param, span: Span) -> Any:
             return span.text if span.kind == "number" and _wants_code(param) else None
         if span.kind == "date":
             return _format_date(span.value, param.description)
+        if span.kind == "expression" and "python" in param.description.lower():
+            return str(span.value).replace("^", "**")
         return span.value if isinstance(span.value, str) else None
     return None
+
+
+_FORMATS = {"uri": "url", "url": "url", "email": "email", "date": "date", "time": "time",
+            "idn-email": "email", "uri-reference": "url"}  # fmt: skip
+
+
+def _format_kind(param: Param) -> str | None:
+    """The kind of value a string parameter's ``format`` (or its name) demands, if any."""
+    declared = param.schema.get("format")
+    if isinstance(declared, str) and declared in _FORMATS:
+        return _FORMATS[declared]
+    if param.kind != "string":
+        return None
+    last = param.name_words[-1] if param.name_words else ""
+    return {"url": "url", "uri": "url", "email": "email", "endpoint": "url"}.get(last)
 
 
 def _wants_code(param: Param) -> bool:
@@ -293,6 +313,9 @@ def _evidence(task: str, param: Param, span: Span) -> tuple[float, str]:
         and re.search(r"\b(?:in|at|near|around|of|for)\s*$", before, re.I)
     ):
         return 4.5, f"place {span.text!r} after {before.split()[-1]!r}"
+    formula = param.says("function", "expression", "equation", "formula", "polynomial")
+    if span.kind == "expression" and formula:
+        return 5.0, f"expression {span.text!r}"
     if span.kind == "quoted":
         return 2.0, f"quoted {span.text!r}"
     return 1.0, f"{span.kind} {span.text!r}"
@@ -337,7 +360,8 @@ def _plain_fit(param: Param, span: Span) -> bool:
     fill numbers; for strings, names, quotes, dates, emails, URLs and paths."""
     if param.kind in {"integer", "number", "boolean"}:
         return True
-    return span.kind in {"name", "quoted", "date", "time", "email", "url", "path", "identifier"}
+    return span.kind in {"name", "quoted", "date", "time", "email", "url", "path", "identifier",
+                         "expression"}  # fmt: skip
 
 
 def _list_value(

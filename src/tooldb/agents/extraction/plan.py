@@ -19,7 +19,7 @@ from typing import Any
 
 from .assign import Extraction, extract_arguments
 from .segments import fit_score, repeated_calls, sections, split_parts
-from .text import content_stems
+from .text import content_stems, params_of
 from .values import Span, find_spans
 
 
@@ -71,8 +71,26 @@ class Options:
 
 
 def fit(task_stems: set[str], tool: Offered) -> float:
-    """Shared words between task and tool: a name word counts 2, a description word 1."""
-    return fit_score(task_stems, tool.name, tool.description)
+    """Shared words between task and tool: a name word counts 2, a description word 1,
+    a word of the parameters (names, descriptions, enum values) a half."""
+    score = fit_score(task_stems, tool.name, tool.description)
+    if PARAMETER_WORDS:
+        seen = content_stems(f"{tool.name} {tool.description}")
+        score += 0.5 * len(task_stems & (_parameter_stems(tool.parameters) - seen))
+    return score
+
+
+PARAMETER_WORDS = True
+
+
+def _parameter_stems(parameters: dict[str, Any]) -> set[str]:
+    stems: set[str] = set()
+    for param in params_of(parameters):
+        stems |= param.cue_stems
+        for option in param.enum or ():
+            if isinstance(option, str):
+                stems |= content_stems(option)
+    return stems
 
 
 def plan_calls(
@@ -89,7 +107,7 @@ def plan_calls(
     task_stems = content_stems(task)
     scores = [fit(task_stems, tool) for tool in tools]
     best = max(range(len(tools)), key=lambda i: (scores[i], -i))
-    if opts.fit_gate and scores[best] <= 0:
+    if opts.fit_gate and scores[best] < 1:
         return Plan(
             declined=f"no offered tool fits the task (closest: {tools[0].name}, which shares no "
             "words with it)",
@@ -191,7 +209,13 @@ def _sectioned(
                 calls.append(PlannedCall(tool.name, arguments, why))
             continue
         section_calls, missing = _calls_for(text, tool, None, opts)
-        if missing:
-            return []
+        if missing:  # what the part leaves out ("… and what his discovery was"): the task's
+            whole, _ = _calls_for(task, tool, None, Options(several_calls=False))
+            for call in section_calls:
+                for name in missing:
+                    if name not in whole[0].arguments:
+                        return []
+                    call.arguments[name] = whole[0].arguments[name]
+                    call.why[name] = f"from the whole task: {whole[0].why.get(name, '')}"
         calls.extend(section_calls)
     return calls if len(calls) > 1 else []

@@ -37,8 +37,10 @@ def fit_score(task_stems: set[str], name: str, description: str) -> float:
 
 
 def best_fit(text: str, tools: list[Any]) -> Any | None:
-    """The one tool that fits ``text`` best, or None when none fits or several tie."""
-    stems = content_stems(text)
+    """The one tool that fits ``text`` best, or None when none fits or several tie; words
+    every offered tool has ("country_info" in each name) tell them apart from nothing."""
+    common = set.intersection(*(content_stems(f"{t.name} {t.description}") for t in tools))
+    stems = content_stems(text) - common
     scores = [fit_score(stems, t.name, t.description) for t in tools]
     top = max(scores, default=0.0)
     winners = [t for t, s in zip(tools, scores, strict=True) if s == top]

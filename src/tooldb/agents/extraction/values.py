@@ -47,6 +47,14 @@ _DATE = re.compile(
     re.IGNORECASE,
 )
 _TIME = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)(?!\w)|\b(\d{1,2}):(\d{2})\b", re.I)
+_TERM = (
+    r"(?:[a-z]{2,6}\([^()]*(?:\([^()]*\)[^()]*)*\)|\d*\.?\d*[A-Za-z]\d*(?:(?:\*\*|\^)\d+)?"
+    r"|\d+(?:\.\d+)?)"
+)
+_EXPRESSION = re.compile(
+    rf"(?<![\w.])(?:[a-z]\s*=\s*)?-?{_TERM}(?:\s*(?:\*\*|[-+*/^])\s*{_TERM})+(?![\w.])"
+    rf"|(?<![\w.])[a-z]{{1,6}}\([^()]*(?:\([^()]*\)[^()]*)*\)"
+)
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _URL = re.compile(r"\b(?:https?://|www\.)[^\s\"'<>]+[^\s\"'<>.,;:!?)]")
 _PATH = re.compile(
@@ -97,10 +105,7 @@ _NUMBER_WORD_RUN = re.compile(
     rf"\b(?:{'|'.join(_NUMBER_WORDS)})(?:[\s-]+(?:and\s+)?(?:{'|'.join(_NUMBER_WORDS)}))*\b",
     re.IGNORECASE,
 )
-_ORDINALS = {
-    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
-    "eighth": 8, "ninth": 9, "tenth": 10, "twice": 2, "half": 0.5, "a dozen": 12, "dozen": 12,
-}  # fmt: skip
+_ORDINALS = {"twice": 2, "thrice": 3, "a dozen": 12, "dozen": 12, "half a": 0.5}
 _BOOLEAN = re.compile(r"\b(true|false|yes|no)\b", re.IGNORECASE)
 _SCALE = {"k": 1e3, "thousand": 1e3, "million": 1e6, "billion": 1e9}
 _UNIT_AFTER = re.compile(r"\s*([A-Za-z°][A-Za-z°/²³]*)")
@@ -126,6 +131,10 @@ def find_spans(text: str) -> list[Span]:
     for m in _QUOTED.finditer(text):
         inner = next(g for g in m.groups() if g is not None)
         add(Span(m.start(), m.end(), "quoted", inner, inner))
+    for m in _EXPRESSION.finditer(text):
+        expression = m.group(0).strip()
+        if re.search(r"[A-Za-z]", expression) and re.search(r"[-+*/^()=]", expression):
+            add(Span(m.start(), m.start() + len(expression), "expression", expression, expression))
     for m in _EMAIL.finditer(text):
         add(Span(m.start(), m.end(), "email", m.group(0), m.group(0)))
     for m in _URL.finditer(text):
@@ -183,8 +192,6 @@ def _numbers(text: str) -> list[Span]:
         out.append(_with_unit(text, m.start(), m.end(), number, m.group(0), False, spelled=True))
     for word, number in _ORDINALS.items():
         for m in re.finditer(rf"\b{word}\b", text, re.IGNORECASE):
-            if word in {"first", "second"} and not _UNIT_AFTER.match(text, m.end()):
-                continue
             out.append(
                 _with_unit(text, m.start(), m.end(), number, m.group(0), False, spelled=True)
             )
