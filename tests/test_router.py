@@ -151,3 +151,60 @@ def test_router_attempts_try_the_next_candidates_only_when_asked(registry: Regis
     assert registry.get("forecast_for_city").stats.usage_count == 0
     with pytest.raises(UsageError, match="attempts"):
         Router(registry, attempts=0)
+
+
+def test_router_runs_several_calls_with_call_many_and_returns_every_result(
+    examples: Registry,
+) -> None:
+    result = Router(examples).run("convert 0, 37 and 100 C to F")
+    assert result.status is RunStatus.SUCCESS
+    assert [(u.tool, u.arguments["value"], u.success) for u in result.tool_calls] == [
+        ("convert_temperature", 0, True), ("convert_temperature", 37, True),
+        ("convert_temperature", 100, True),
+    ]  # fmt: skip
+    assert result.data == [32.0, 98.6, 212.0] and result.output.count("convert_temperature") == 3
+    assert len(examples.calls(run_id=result.run_id)) == 3
+    assert (
+        result.plan is not None and "item 2 of the list" in result.plan["calls"][1]["why"]["value"]
+    )
+
+
+def test_router_declines_without_calling_and_supplied_arguments_complete_the_call(
+    registry: Registry,
+) -> None:
+    registry.add_module("tooldb.examples.planner")
+    declined = Router(registry).run("count the days from 2024-01-01")
+    assert declined.status is RunStatus.ERROR and declined.requires_review
+    assert declined.tool_calls == [] and registry.calls(run_id=declined.run_id) == []
+    assert declined.plan is not None and declined.plan["missing"] == ["end"]
+    assert declined.plan["tool"] == "days_between" and "'end'" in (declined.error or "")
+    shown = registry.store.run_messages(declined.run_id)
+    assert any("declined" in (m.get("content") or "") for m in shown)  # the trace says why
+    done = Router(registry).run("count the days from 2024-01-01", arguments={"end": "2024-03-01"})
+    assert done.status is RunStatus.SUCCESS and done.data == 60
+    asked: list[tuple[str, str]] = []
+
+    def ask(tool: str, parameter: str, schema: dict[str, object]) -> object:
+        asked.append((tool, parameter))
+        return "2024-01-31"
+
+    prompted = Router(registry, ask=ask).run("count the days from 2024-01-01")
+    assert asked == [("days_between", "end")] and prompted.data == 30
+    refused = Router(registry, ask=lambda *_: None).run("count the days from 2024-01-01")
+    assert refused.status is RunStatus.ERROR and refused.tool_calls == []
+
+
+def test_router_extracts_dates_and_names_and_says_why(registry: Registry) -> None:
+    registry.add_module("tooldb.examples.planner")
+    result = Router(registry).run("schedule a meeting with Ada Lovelace on March 3, 2025 at 3pm")
+    assert result.output == "meeting with Ada Lovelace on 2025-03-03 at 15:00"
+    assert result.plan is not None
+    why = result.plan["calls"][0]["why"]
+    assert (
+        "March 3, 2025" in why["day"] and "3pm" in why["time"] and "Ada Lovelace" in why["person"]
+    )
+
+
+def test_supplied_arguments_must_be_a_mapping(examples: Registry) -> None:
+    with pytest.raises(UsageError, match="JSON object"):
+        Router(examples).run("add 2 and 3", arguments=[1, 2])  # type: ignore[arg-type]

@@ -3,13 +3,13 @@ the router when none is (so it works offline)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..models import Model, load_model
 from ..types import AgentSpec, RunResult
 from .limits import Limits
 from .loop import AgentLoop
-from .router import Router
+from .router import Ask, Router
 
 if TYPE_CHECKING:
     from ..registry import Registry
@@ -23,15 +23,20 @@ def run_task(
     model: str | Model | None = None,
     tool_choice: str | None = None,
     k: int = 5,
+    arguments: dict[str, Any] | None = None,
+    ask: Ask | None = None,
 ) -> RunResult:
     """Run ``task``: with ``model`` (or the agent's, or the ``model`` setting) the LLM
     tool-calling loop, otherwise the router. Never raises for what the model or a tool
-    does; raises for the caller's mistakes (unknown agent, model provider or tool)."""
+    does; raises for the caller's mistakes (unknown agent, model provider or tool).
+    ``arguments`` fill or override what the router extracts; ``ask`` is asked for the
+    required arguments it cannot find (both for the router only)."""
     spec = registry.agent(agent) if isinstance(agent, str) else agent
     chosen: str | Model | None = model or (spec.model if spec else None) or registry.settings.model
     if not chosen:
         names = _router_names(registry, spec)
-        return Router(registry, k=k, names=names).run(task, agent=spec.name if spec else None)
+        router = Router(registry, k=k, names=names, ask=ask)
+        return router.run(task, agent=spec.name if spec else None, arguments=arguments)
     resolved = load_model(chosen, registry.settings) if isinstance(chosen, str) else chosen
     limits = Limits.from_settings(registry.settings).updated(spec.limits if spec else None)
     if spec is None:

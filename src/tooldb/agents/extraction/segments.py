@@ -73,14 +73,17 @@ def repeated_calls(
     calls: list[tuple[dict[str, Any], dict[str, str]]] = []
     current: dict[str, Any] = {}
     current_why: dict[str, str] = {}
+    firm: set[str] = set()  # parameters the call being built has from strong evidence
     for part in parts:
         found = extract_arguments(part, tool.parameters, topic=topic)
         own = {k: v for k, v in found.arguments.items() if k in found.strong}
-        if current and any(k in current and current[k] != v for k, v in own.items()):
+        if any(k in firm and current[k] != v for k, v in own.items()):
             calls.append((current, current_why))
-            current, current_why = {}, {}
-        for key, value in own.items():
-            if key not in current:
+            current, current_why, firm = {}, {}, set()
+        firm |= set(own)
+        weak = {k: v for k, v in found.arguments.items() if k not in own and k in found.spans}
+        for key, value in [*own.items(), *weak.items()]:  # a part's own values, strong first
+            if key not in current or (key in own and current_why.get(key, "").endswith("fits")):
                 current[key], current_why[key] = value, found.notes[key]
     if current:
         calls.append((current, current_why))

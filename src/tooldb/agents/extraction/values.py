@@ -116,7 +116,7 @@ _NAME = re.compile(
 _IDENTIFIER = re.compile(
     r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w])|\b[a-z]+[A-Z]\w*\b"
 )
-_REGION = re.compile(r",\s*([A-Z]{2}|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)\b")
+_REGION = re.compile(r",\s*([A-Z]{2,3}\b|[A-Z][a-z]+\b(?!\s+[A-Z]))")
 
 
 def find_spans(text: str) -> list[Span]:
