@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tooldb
 from bfcl_check import check_calls
 from tooldb.agents.extraction import Options, Plan, plan_calls
+from tooldb.agents.extraction.assign import ABLATED, TECHNIQUES
 from tooldb.agents.extraction.plan import Offered
 from tooldb.settings import Settings
 
@@ -210,7 +211,12 @@ def main() -> None:
     if args.ablate and not args.model:
         for switch in ("fit_gate", "several_tools", "several_calls"):
             off = Options(**{switch: False})
-            runs.append(run(args, entries, offered, off, f"without {switch}"))
+            runs.append(run(args, entries, offered, off, f"-{switch}"))
+        for technique in TECHNIQUES:
+            ABLATED.clear()
+            ABLATED.add(technique)
+            runs.append(run(args, entries, offered, Options(), f"-{technique}"))
+        ABLATED.clear()
     main_run = runs[0]
     print(f"BFCL v4, half={args.half}, embedder={args.embedder}, "
           f"{sum(len(v) for v in main_run['results'].values())} entries")  # fmt: skip

@@ -21,6 +21,19 @@ from .text import END_WORDS, START_WORDS, STOPWORDS, Param, content_stems, param
 from .values import Span, find_spans
 
 STRONG = 4.0
+TECHNIQUES = (
+    "choices",
+    "names",
+    "units",
+    "relations",
+    "kinds",
+    "lists",
+    "order",
+    "phrases",
+    "flags",
+)
+ABLATED: set[str] = set()
+"""Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
 NUMBERS = frozenset({"number", "word number"})
 _LINK = re.compile(
     r"\W*(?:(?:is|are|of|=|:|to|at|as|was|equals?|equal to|set to|being|with|a|an|the|about|"
@@ -31,6 +44,11 @@ _TEXT_CUES = ("text", "query", "message", "content", "prompt", "question", "sent
               "keyword", "search", "term", "statement", "answer")  # fmt: skip
 _PLACE_CUES = ("location", "city", "place", "country", "region", "address", "area", "state",
                "destination", "origin", "venue", "town")  # fmt: skip
+_KIND_CUES = (
+    ("email", ("email", "mail")),
+    ("url", ("url", "link", "endpoint", "website", "uri", "site")),
+    ("path", ("path", "file", "directory", "folder", "filename")),
+)
 _PHRASE_STOP = re.compile(
     r"[,.;:!?()\"]|\b(?:and|or|but|with|from|to|in|on|at|for|by|of|that|which|who|if|"
     r"when|where|using|based|within|between|into|after|before|during|than)\b",
@@ -72,7 +90,7 @@ def extract_arguments(
         return not any(span.overlaps(u) for u in used)
 
     # 1. choices: enum values and the options a description quotes
-    for param in params:
+    for param in params if "choices" not in ABLATED else ():
         choice = _choice(task, lowered, param, free)
         if choice is not None:
             take(param, choice[0], choice[1], choice[2])
@@ -94,7 +112,7 @@ def extract_arguments(
             take(param, value, span, why)
             out.strong.add(param.name)
     # 3. arrays: a list of like values (the one named, else the first that fits)
-    for param in params:
+    for param in params if "lists" not in ABLATED else ():
         if param.kind == "array" and param.name not in out.arguments:
             listed = _list_value(task, param, found, free)
             if listed is not None:
@@ -103,7 +121,7 @@ def extract_arguments(
     # 4. required parameters still empty: the remaining values that fit, in order
     #    (numbers in digits before spelled ones: "two numbers, 36 and 48")
     plain = sorted(found, key=lambda s: (s.kind == "word number", s.start))
-    for param in params:
+    for param in params if "order" not in ABLATED else ():
         if not param.required or param.name in out.arguments:
             continue
         for span in plain:
@@ -112,7 +130,7 @@ def extract_arguments(
                 take(param, value, span, f"{span.kind} {span.text!r}, the next that fits")
                 break
     # 4b. optional numbers take what numbers are left, bare ones only ("add 2 and 3")
-    for param in params:
+    for param in params if "order" not in ABLATED else ():
         if param.required or param.name in out.arguments or param.kind not in {"integer", "number"}:
             continue
         for span in found:
@@ -122,7 +140,7 @@ def extract_arguments(
                 break
     # 5. free text for a required string: the phrase after its cue word, else the task
     topic_stems = content_stems(topic)
-    for param in params:
+    for param in params if "phrases" not in ABLATED else ():
         if not param.required or param.name in out.arguments or param.kind not in {"string", "any"}:
             continue
         phrase = _cue_phrase(task, param, topic_stems, free)
@@ -131,7 +149,7 @@ def extract_arguments(
         elif param.says(*_TEXT_CUES):
             take(param, task.strip(), None, "the task text (the parameter asks for text)")
     # 6. a boolean whose name's words the task writes is switched on ("avoid tolls")
-    for param in params:
+    for param in params if "flags" not in ABLATED else ():
         if param.kind == "boolean" and param.name not in out.arguments:
             flag = _flag(task, param)
             if flag is not None:
@@ -288,25 +306,25 @@ def _format_date(iso: str, description: str) -> str:
 def _evidence(task: str, param: Param, span: Span) -> tuple[float, str]:
     """How strongly the sentence ties ``span`` to ``param``, and the reason in words."""
     before = task[max(0, span.start - 60) : span.start]
-    named = _named_before(before, param)
+    named = _named_before(before, param) if "names" not in ABLATED else ""
     if named:
         return 10.0, f"named: {named}{task[span.start : span.end]!r}"
-    if span.unit and stem(span.unit) in param.cue_stems:
+    for kind, cues in _KIND_CUES if "kinds" not in ABLATED else ():
+        if span.kind == kind and param.says(*cues):
+            return 7.0, f"{kind} {span.text!r}"
+    if span.unit and stem(span.unit) in param.cue_stems and "units" not in ABLATED:
         return 8.0, f"{span.text} {span.unit}: the unit the parameter names"
-    relation = _relation(before, param)
+    relation = _relation(before, param) if "relations" not in ABLATED else ""
     if relation:
         return 6.0, f"{relation} {span.text!r}"
+    if "kinds" in ABLATED:
+        return 1.0, f"{span.kind} {span.text!r}"
     if span.kind == "date" and (
         param.says("date", "day", "when", "birthday") or "YYYY" in param.description
     ):
         return 5.0, f"date {span.text!r} for a date parameter"
     if span.kind == "time" and param.says("time", "hour", "clock"):
         return 5.0, f"time {span.text!r} for a time parameter"
-    for kind, cues in (("email", ("email", "mail")),
-                       ("url", ("url", "link", "endpoint", "website", "uri", "site")),
-                       ("path", ("path", "file", "directory", "folder", "filename"))):  # fmt: skip
-        if span.kind == kind and param.says(*cues):
-            return 5.0, f"{kind} {span.text!r}"
     if (
         span.kind == "name"
         and param.says(*_PLACE_CUES)
@@ -360,6 +378,10 @@ def _plain_fit(param: Param, span: Span) -> bool:
     fill numbers; for strings, names, quotes, dates, emails, URLs and paths."""
     if param.kind in {"integer", "number", "boolean"}:
         return True
+    if span.kind in {"date", "time"}:  # a time is no todo's text: only where asked for
+        return param.says("date", "day", "time", "when", "start", "end", "hour") or (
+            "YYYY" in param.description or "HH" in param.description
+        )
     return span.kind in {"name", "quoted", "date", "time", "email", "url", "path", "identifier",
                          "expression"}  # fmt: skip
 

@@ -216,6 +216,10 @@ def _names(text: str) -> list[Span]:
     for m in _NAME.finditer(text):
         tokens = [(t.start() + m.start(), t.end() + m.start(), t.group(0))
                   for t in re.finditer(r"[^\s-]+", m.group(0))]  # fmt: skip
+        for index, token in enumerate(tokens[:-1]):
+            if re.search(r"[a-z]{2}[.!?]$", token[2]):  # "York." ends a sentence: no "York. How"
+                tokens = tokens[: index + 1]
+                break
         while tokens and tokens[0][2].lower().rstrip(".,'") in STOPWORDS | _COMMON_STARTS:
             tokens.pop(0)
         if len(tokens) == 1 and re.search(r"(?:^|[.!?:]\s+|\n)\W*$", text[: tokens[0][0]]):
