@@ -17,7 +17,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .text import END_WORDS, START_WORDS, STOPWORDS, Param, content_stems, params_of, stem
+from .text import (
+    END_WORDS,
+    START_WORDS,
+    STOP_STEMS,
+    STOPWORDS,
+    Param,
+    content_stems,
+    params_of,
+    stem,
+)
 from .values import Span, find_spans
 
 STRONG = 4.0
@@ -36,8 +45,8 @@ ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
 NUMBERS = frozenset({"number", "word number"})
 _LINK = re.compile(
-    r"\W*(?:(?:is|are|of|=|:|to|at|as|was|equals?|equal to|set to|being|with|a|an|the|about|"
-    r"around|approximately|roughly|be|in|for|by|per|on|up to)\W+)*\W*",
+    r"\W*(?:(?:is|are|of|=|:|to|as|was|equals?|equal to|set to|being|with|a|an|the|about|"
+    r"around|approximately|roughly|be|for|by|per|on|at|up to)\W+)*\W*",
     re.IGNORECASE,
 )
 _TEXT_CUES = ("text", "query", "message", "content", "prompt", "question", "sentence", "input",
@@ -253,13 +262,11 @@ def _convert(param: Param, span: Span) -> Any:
         if span.kind not in NUMBERS:
             return None
         value = span.value
-        if (
-            span.percent
-            and param.says("decimal", "fraction", "ratio")
-            and not param.says("percent")
-        ):
+        # a rate given in percent is a fraction unless the parameter says percent
+        fractional = param.says("decimal", "fraction", "ratio", "rate", "probability")
+        if span.percent and fractional and not param.says("percent", "percentage"):
             return round(value / 100, 10)
-        return float(value) if isinstance(value, int) and False else value
+        return value
     if kind == "boolean":
         return span.value if span.kind == "boolean" else None
     if kind in {"string", "any"}:
@@ -312,7 +319,7 @@ def _evidence(task: str, param: Param, span: Span) -> tuple[float, str]:
     for kind, cues in _KIND_CUES if "kinds" not in ABLATED else ():
         if span.kind == kind and param.says(*cues):
             return 7.0, f"{kind} {span.text!r}"
-    if span.unit and stem(span.unit) in param.cue_stems and "units" not in ABLATED:
+    if span.unit and stem(span.unit) in param.cue_stems - STOP_STEMS and "units" not in ABLATED:
         return 8.0, f"{span.text} {span.unit}: the unit the parameter names"
     relation = _relation(before, param) if "relations" not in ABLATED else ""
     if relation:

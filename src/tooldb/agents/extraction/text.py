@@ -30,6 +30,10 @@ STOPWORDS = _word_set(
 )
 """Words that never carry a value or a topic on their own."""
 
+STOP_STEMS = frozenset(w[:5] for w in STOPWORDS if len(w) > 3) | frozenset(
+    w for w in STOPWORDS if len(w) <= 3
+)
+
 START_WORDS = _word_set(
     "from start starting begin beginning since origin source initial first min minimum lower "
     "departure depart after earliest low"

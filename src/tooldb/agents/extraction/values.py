@@ -39,7 +39,7 @@ _MONTHS = (
 )
 _DAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _DATE = re.compile(
-    rf"\b(?:\d{{4}}-\d{{1,2}}-\d{{1,2}}|\d{{1,2}}[/.]\d{{1,2}}[/.]\d{{2,4}}|\d{{4}}/\d{{1,2}}/\d{{1,2}}"
+    rf"\b(?:\d{{4}}-\d{{1,2}}-\d{{1,2}}|\d{{1,2}}[/.]\d{{1,2}}[/.]\d{{2,4}}|\d{{1,2}}-\d{{1,2}}-\d{{4}}|\d{{4}}/\d{{1,2}}/\d{{1,2}}"
     rf"|{_MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?"
     rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTHS}(?:,?\s+\d{{4}})?"
     rf"|{_MONTHS}\s+\d{{4}}"
@@ -173,6 +173,8 @@ def _numbers(text: str) -> list[Span]:
             value = -value
         scale_word = (scale or "").lower()
         percent = scale_word in {"%", "percent"}
+        if scale_word == "k" and not _money:
+            continue  # "300K" is kelvin as often as thousands: only "$50k" is money
         if scale_word in _SCALE:
             value *= _SCALE[scale_word]
         is_int = fraction is None and exponent is None and value.is_integer()
