@@ -139,7 +139,7 @@ def run(
     model: Any = None,
 ) -> dict[str, Any]:
     tools = load_tools() if model is not None else {}
-    results: dict[str, list[bool]] = defaultdict(list)
+    results: dict[str, list[tuple[str, bool]]] = defaultdict(list)  # (half, right)
     reasons: dict[str, Counter[str]] = defaultdict(Counter)
     timings: list[float] = []
     for entry in entries:
@@ -152,7 +152,7 @@ def run(
             ok, why = (not calls), "called a tool"
         else:
             ok, why = check_calls(calls, entry["ground_truth"], entry["functions"])
-        results[category].append(ok)
+        results[category].append((half_of(entry["id"]), ok))
         if not ok:
             reasons[category][why] += 1
             if args.show_misses in (category, "all"):
@@ -180,8 +180,13 @@ class tempfile_registry:
         self.directory.cleanup()
 
 
-def percent(values: list[bool]) -> str:
-    return f"{100 * sum(values) / len(values):.1f}" if values else "-"
+def percent(values: list[tuple[str, bool]], half: str | None = None) -> str:
+    chosen = [ok for h, ok in values if half is None or h == half]
+    return f"{100 * sum(chosen) / len(chosen):.1f}" if chosen else "-"
+
+
+def count(values: list[tuple[str, bool]], half: str) -> int:
+    return sum(1 for h, _ in values if h == half)
 
 
 def main() -> None:
@@ -218,15 +223,21 @@ def main() -> None:
             runs.append(run(args, entries, offered, Options(), f"-{technique}"))
         ABLATED.clear()
     main_run = runs[0]
-    print(f"BFCL v4, half={args.half}, embedder={args.embedder}, "
-          f"{sum(len(v) for v in main_run['results'].values())} entries")  # fmt: skip
-    header = "| category | n | " + " | ".join(r["label"] for r in runs) + " |"
-    print(header)
-    print("|" + "---|" * (2 + len(runs)))
+    total = sum(len(v) for v in main_run["results"].values())
+    print(f"BFCL v4, half={args.half}, embedder={args.embedder}, {total} entries; "
+          "% right (irrelevance: % declined); rules developed on the dev half only")  # fmt: skip
+    print("| category | dev n | dev % | held n | held % | all % |\n|---|---|---|---|---|---|")
     for category in args.categories:
         values = main_run["results"].get(category, [])
-        cells = " | ".join(percent(r["results"].get(category, [])) for r in runs)
-        print(f"| {category} | {len(values)} | {cells} |")
+        dev, held = (f"{count(values, h)} | {percent(values, h)}" for h in ("dev", "held"))
+        print(f"| {category} | {dev} | {held} | {percent(values)} |")
+    if len(runs) > 1:
+        print("\nablation (all loaded entries; each column one technique off):")
+        print("| category | " + " | ".join(r["label"] for r in runs) + " |")
+        print("|" + "---|" * (1 + len(runs)))
+        for category in args.categories:
+            cells = " | ".join(percent(r["results"].get(category, [])) for r in runs)
+            print(f"| {category} | {cells} |")
     print("\nmain reasons for misses (router):")
     for category in args.categories:
         common = main_run["reasons"][category].most_common(4)

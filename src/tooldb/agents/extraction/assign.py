@@ -149,13 +149,14 @@ def extract_arguments(
                 break
     # 5. free text for a required string: the phrase after its cue word, else the task
     topic_stems = content_stems(topic)
+    sole = sum(p.required for p in params) == 1  # the task is the input of a one-input tool
     for param in params if "phrases" not in ABLATED else ():
         if not param.required or param.name in out.arguments or param.kind not in {"string", "any"}:
             continue
         phrase = _cue_phrase(task, param, topic_stems, free)
         if phrase is not None:
             take(param, phrase.value, phrase, f"the phrase after {phrase.unit!r}")
-        elif param.says(*_TEXT_CUES):
+        elif param.says(*_TEXT_CUES) and sole and "task text" not in ABLATED:
             take(param, task.strip(), None, "the task text (the parameter asks for text)")
     # 6. a boolean whose name's words the task writes is switched on ("avoid tolls")
     for param in params if "flags" not in ABLATED else ():
