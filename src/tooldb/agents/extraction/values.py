@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from word2number import w2n
+try:  # the `router` extra: number words and dates in words (digits and ISO dates without)
+    from word2number import w2n
+except ImportError:  # pragma: no cover - exercised only without the extra
+    w2n = None
 
 from .text import STOPWORDS
 
@@ -186,7 +189,7 @@ def _numbers(text: str) -> list[Span]:
             out.append(span)
             continue
         out.append(_with_unit(text, m.start(), m.end(), number, literal_text, percent))
-    for m in _NUMBER_WORD_RUN.finditer(text):
+    for m in _NUMBER_WORD_RUN.finditer(text) if w2n is not None else ():
         try:
             number = w2n.word_to_num(m.group(0))
         except ValueError:
@@ -337,8 +340,10 @@ def _parse_date(literal: str) -> str | None:
             return datetime(year, month, day).strftime("%Y-%m-%d")
         except ValueError:
             return None
-    import dateparser
-
+    try:
+        import dateparser
+    except ImportError:  # pragma: no cover - without the `router` extra: ISO dates only
+        return None
     parsed = dateparser.parse(
         literal, languages=["en"], settings={"PREFER_DATES_FROM": "future", "DATE_ORDER": "MDY"}
     )
