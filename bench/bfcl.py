@@ -116,6 +116,7 @@ def model_calls(
 ) -> list[dict[str, Any]]:
     """A model's first turn with the entry's functions offered (names made API-safe)."""
     from tooldb.background_loop import run_sync
+    from tooldb.errors import ModelError
     from tooldb.models.base import Message, ToolChoice, ToolSchema
 
     safe = {}
@@ -126,8 +127,14 @@ def model_calls(
         safe[name] = tool["name"]
         schemas.append(ToolSchema(name=name, description=tool["description"],
                                   parameters=tool["parameters"] or {"type": "object"}))  # fmt: skip
-    turn = run_sync(model.complete([Message.user(entry["query"])], schemas, ToolChoice("auto")))
-    return [{safe.get(c.name, c.name): json.loads(c.arguments or "{}")} for c in turn.tool_calls]
+    try:
+        turn = run_sync(model.complete([Message.user(entry["query"])], schemas, ToolChoice("auto")))
+        return [
+            {safe.get(c.name, c.name): json.loads(c.arguments or "{}")} for c in turn.tool_calls
+        ]
+    except (ModelError, ValueError) as exc:  # unreachable provider, bad JSON: a miss, said why
+        print(f"model error on {entry['id']}: {exc}", file=sys.stderr)
+        return []
 
 
 def run(
@@ -238,7 +245,7 @@ def main() -> None:
         for category in args.categories:
             cells = " | ".join(percent(r["results"].get(category, [])) for r in runs)
             print(f"| {category} | {cells} |")
-    print("\nmain reasons for misses (router):")
+    print(f"\nmain reasons for misses ({main_run['label']}):")
     for category in args.categories:
         common = main_run["reasons"][category].most_common(4)
         print(f"  {category}: " + "; ".join(f"{why} ({n})" for why, n in common))
