@@ -201,7 +201,7 @@ def main() -> None:
     parser.add_argument("--half", choices=["dev", "held", "all"], default="all")
     parser.add_argument("--categories", nargs="+", default=CATEGORIES)
     parser.add_argument("--limit", type=int, default=None, help="at most N entries a category")
-    parser.add_argument("--embedder", default="hash", help="hash (default) or minilm")
+    parser.add_argument("--embedder", default="hash", help="hash (default) or local (MiniLM)")
     parser.add_argument("--model", default=None, help="provider:model: measure a model instead")
     parser.add_argument("--ablate", action="store_true", help="also run with each technique off")
     parser.add_argument("--show-misses", default=None, help="print misses of a category (or all)")
