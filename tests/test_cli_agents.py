@@ -76,3 +76,23 @@ def test_run_args_supply_what_the_task_lacks_and_a_decline_names_it(url: str) ->
     bad = as_json(url, "run", "count the days", "--args", "{end: 1}", code=2)
     assert "--args is not valid JSON" in bad["error"]["message"]
     assert "JSON object" in as_json(url, "run", "x", "--args", "[1]", code=2)["error"]["message"]
+
+
+def test_run_on_a_terminal_asks_for_a_missing_argument(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_cli import runner
+    from tooldb.cli import agents as cli_agents
+    from tooldb.cli.app import app
+
+    as_json(url, "add", "python", "tooldb.examples.planner")
+    monkeypatch.setattr(cli_agents, "_interactive", lambda: True)
+    asked = runner.invoke(app, ["--db", url, "run", "count the days from 2024-01-01"],
+                          input="2024-01-31\n")  # fmt: skip
+    assert asked.exit_code == 0, asked.output
+    assert "days_between: end" in asked.output and "30" in asked.output
+    skipped = runner.invoke(app, ["--db", url, "run", "count the days from 2024-01-01"],
+                            input="\n")  # fmt: skip
+    assert skipped.exit_code == 1 and "does not give 'end'" in skipped.output
+    no_prompt = as_json(url, "run", "count the days from 2024-01-01", code=1)  # --json: never asks
+    assert no_prompt["plan"]["missing"] == ["end"]

@@ -62,7 +62,7 @@ def run(
     text = " ".join(task)
     with _registry(as_json) as registry, _errors():
         supplied = _arguments_option(args)
-        ask = _ask_on_terminal if not as_json and sys.stdin.isatty() else None
+        ask = _ask_on_terminal if not as_json and _interactive() else None
         result = run_task(registry, text, agent=agent, model=model, tool_choice=tool_choice, k=k,
                           arguments=supplied, ask=ask)  # fmt: skip
     if as_json:
@@ -71,6 +71,11 @@ def run(
         _print_result(result)
     if result.status is not RunStatus.SUCCESS:
         raise typer.Exit(1)
+
+
+def _interactive() -> bool:
+    """Whether a person can answer a prompt (stdin is a terminal)."""
+    return sys.stdin.isatty()
 
 
 def _arguments_option(text: str | None) -> dict[str, Any] | None:
