@@ -65,3 +65,39 @@ def test_skills_and_agents_from_files(url: str, tmp_path: Path) -> None:
     bad = tmp_path / "bad.md"
     bad.write_text("nothing")
     assert "front matter" in as_json(url, "add", "skill", str(bad), code=2)["error"]["message"]
+
+
+def test_run_args_supply_what_the_task_lacks_and_a_decline_names_it(url: str) -> None:
+    as_json(url, "add", "python", "tooldb.examples.planner")
+    declined = as_json(url, "run", "count the days from 2024-01-01", code=1)
+    assert declined["tool_calls"] == [] and declined["plan"]["missing"] == ["end"]
+    assert declined["plan"]["tool"] == "days_between"
+    assert declined["plan"]["why"]["start"].startswith("'from'")
+    done = as_json(url, "run", "count the days from 2024-01-01", "--args", '{"end": "2024-03-01"}')
+    assert done["status"] == "success" and done["output"] == "60"
+    assert done["plan"]["calls"][0]["why"]["end"] == "supplied by the caller"
+    plain = tooldb(url, "run", "count the days from 2024-01-01")  # stdin is no terminal: no prompt
+    assert plain.exit_code == 1 and "does not give 'end'" in plain.output
+    bad = as_json(url, "run", "count the days", "--args", "{end: 1}", code=2)
+    assert "--args is not valid JSON" in bad["error"]["message"]
+    assert "JSON object" in as_json(url, "run", "x", "--args", "[1]", code=2)["error"]["message"]
+
+
+def test_run_on_a_terminal_asks_for_a_missing_argument(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_cli import runner
+    from tooldb.cli import agents as cli_agents
+    from tooldb.cli.app import app
+
+    as_json(url, "add", "python", "tooldb.examples.planner")
+    monkeypatch.setattr(cli_agents, "_interactive", lambda: True)
+    asked = runner.invoke(app, ["--db", url, "run", "count the days from 2024-01-01"],
+                          input="2024-01-31\n")  # fmt: skip
+    assert asked.exit_code == 0, asked.output
+    assert "days_between: end" in asked.output and "30" in asked.output
+    skipped = runner.invoke(app, ["--db", url, "run", "count the days from 2024-01-01"],
+                            input="\n")  # fmt: skip
+    assert skipped.exit_code == 1 and "does not give 'end'" in skipped.output
+    no_prompt = as_json(url, "run", "count the days from 2024-01-01", code=1)  # --json: never asks
+    assert no_prompt["plan"]["missing"] == ["end"]

@@ -188,8 +188,11 @@ def test_agents_from_yaml_run_with_their_skills(reg: Registry, tmp_path: Path) -
     assert result.status is RunStatus.PARTIAL and result.agent == "calculator"
     assert result.review_reason == "reached the limit of 4 iterations"
     # without a model the agent routes among its skills' tools only
-    routed = run_task(reg, "echo 'hello'", agent="calculator")
-    assert routed.mode == "router" and routed.tool_calls[0].tool in {"add", "echo"}
+    routed = run_task(reg, "echo 'hello'", agent="calculator")  # echo is not offered: decline
+    assert routed.mode == "router" and routed.tool_calls == []
+    assert routed.plan is not None and routed.plan["tool"] == "add"
+    added = run_task(reg, "add 2 and 3", agent="calculator")
+    assert [(u.tool, u.arguments) for u in added.tool_calls] == [("add", {"a": 2, "b": 3})]
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nunknown_field: 1\n")
     with pytest.raises(DefinitionError, match="unknown_field"):

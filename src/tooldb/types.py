@@ -371,6 +371,7 @@ class RunResult(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     duration_ms: float = 0.0
+    plan: dict[str, Any] | None = None  # the router's calls and why, or its decline
 
     @property
     def success(self) -> bool:

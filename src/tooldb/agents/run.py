@@ -15,7 +15,7 @@ from ..models import Model, load_model
 from ..types import AgentSpec, RunResult
 from .limits import Limits
 from .loop import AgentLoop, CallTool
-from .router import Router
+from .router import Ask, Router
 
 if TYPE_CHECKING:
     from ..registry import Registry
@@ -33,13 +33,17 @@ def run_task(
     tool_choice: str | None = None,
     k: int = 5,
     limits: dict[str, Any] | None = None,
+    arguments: dict[str, Any] | None = None,
+    ask: Ask | None = None,
 ) -> RunResult:
     """Run ``task``: with ``model`` (or the agent's, or the ``model`` setting) the LLM
     tool-calling loop, otherwise the router. ``limits`` override the agent's and the
     settings' (``max_iterations``, ``max_tool_calls``, ``timeout_s`` ...). Never raises
     for what the model or a tool does; raises for the caller's mistakes (unknown agent,
-    model provider or tool, an agent that needs a model and has none)."""
-    result = _run(registry, task, agent, model, tool_choice, k, limits)
+    model provider or tool, an agent that needs a model and has none). ``arguments``
+    fill or override what the router extracts; ``ask`` is asked for the required
+    arguments it cannot find (both for the router only)."""
+    result = _run(registry, task, agent, model, tool_choice, k, limits, arguments, ask)
     registry.learn_from_run(result)  # the tools that served the task: selection learns
     return result
 
@@ -52,12 +56,14 @@ def _run(
     tool_choice: str | None,
     k: int,
     limits: dict[str, Any] | None,
+    arguments: dict[str, Any] | None = None,
+    ask: Ask | None = None,
 ) -> RunResult:
     spec = registry.agent(agent) if isinstance(agent, str) else agent
     loop = task_loop(registry, spec, model, tool_choice=tool_choice, limits=limits)
     if loop is None:
-        names = router_names(registry, spec)
-        return Router(registry, k=k, names=names).run(task, agent=spec.name if spec else None)
+        router = Router(registry, k=k, names=router_names(registry, spec), ask=ask)
+        return router.run(task, agent=spec.name if spec else None, arguments=arguments)
     return loop.run(task)
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -51,11 +52,18 @@ def run(
     timeout: Annotated[
         float | None, typer.Option(min=0.001, help="LLM loop: wall-clock seconds at most.")
     ] = None,
+    args: Annotated[
+        str | None,
+        typer.Option("--args", help='Router: arguments as JSON, e.g. \'{"end": "2024-03-01"}\'.'),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a task: the LLM tool-calling loop with a model, the router (no LLM) without.
 
-    Exit code 0 when the run succeeds, 1 when it fails or stops at a limit (partial).
+    Without a model, a task that lacks a required argument is declined (nothing runs)
+    naming the tool and what is missing; --args supplies it, and on a terminal (without
+    --json) you are asked for it. Exit code 0 when the run succeeds, 1 when it fails,
+    declines or stops at a limit (partial).
     """
     if len(task) == 2 and task[0] == "show":
         return show_run(task[1], as_json)
@@ -66,14 +74,49 @@ def run(
     limits = {"max_iterations": max_iterations, "max_tool_calls": max_tool_calls,
               "timeout_s": timeout}  # fmt: skip
     with _registry(as_json) as registry, _errors(), exporting_spans():
+        supplied = _arguments_option(args)
+        ask = _ask_on_terminal if not as_json and _interactive() else None
         result = run_task(registry, text, agent=agent, model=model, tool_choice=tool_choice, k=k,
-                          limits={n: v for n, v in limits.items() if v is not None})  # fmt: skip
+                          limits={n: v for n, v in limits.items() if v is not None},
+                          arguments=supplied, ask=ask)  # fmt: skip
     if as_json:
         _print_json(_result_json(result))
     else:
         _print_result(result)
     if result.status is not RunStatus.SUCCESS:
         raise typer.Exit(1)
+
+
+def _interactive() -> bool:
+    """Whether a person can answer a prompt (stdin is a terminal)."""
+    return sys.stdin.isatty()
+
+
+def _arguments_option(text: str | None) -> dict[str, Any] | None:
+    """``--args``: a JSON object, or a UsageError saying what is wrong with it."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--args is not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"--args must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _ask_on_terminal(tool: str, parameter: str, schema: dict[str, Any]) -> Any:
+    """Ask for one missing required argument; an empty answer leaves it missing. A JSON
+    value is taken as such (``[1, 2]``), anything else as text (binding coerces "42")."""
+    hint = schema.get("description") or schema.get("type") or ""
+    answer = typer.prompt(f"{tool}: {parameter}" + (f" ({hint})" if hint else ""), default="",
+                          show_default=False, err=True)  # fmt: skip
+    if not answer.strip():
+        return None
+    try:
+        return json.loads(answer)
+    except json.JSONDecodeError:
+        return answer
 
 
 def show_run(run_id: str, as_json: bool) -> None:
@@ -257,6 +300,12 @@ def _result_json(result: RunResult) -> dict[str, Any]:
 
 
 def _print_result(result: RunResult) -> None:
+    plan = result.plan or {}
+    for call in plan.get("calls") or []:
+        why = "; ".join(
+            f"{k}={v!r} ({call['why'].get(k, '')})" for k, v in call["arguments"].items()
+        )
+        sys.stderr.write(f"  {call['tool']}: {why or 'no arguments'}\n")
     for use in result.tool_calls:
         mark = "ok" if use.success else "failed"
         sys.stderr.write(f"  {use.tool} {mark}{'' if use.success else ': ' + (use.error or '')}\n")

@@ -1,0 +1,101 @@
+"""Tasks that ask for several calls: the parts of a sentence and what each asks.
+
+A task is cut at sentence ends, semicolons and "and then"/"also"/"as well as"/"another",
+and at a plain "and" when at least three words follow (so "36 and 24" stays whole).
+Consecutive parts whose best-fitting tool is the same form a section. Within a
+section, a part that gives a parameter a value different from the one the call being
+built already has starts a new call ("radius of 5 meters and the other with a radius
+of 10 meters", "stage 7 in easy mode and stage 3 in hard mode"); what a call lacks it
+takes from the call before it ("then repeat with a change in time of 10 seconds").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .assign import extract_arguments
+from .text import content_stems, stem, words
+
+_CUT = re.compile(
+    r"(?<=[.?!;])\s+|\s*,?\s+(?:and then|and also|as well as|then|also|plus|while|whereas)\s+"
+    r"|\s*,\s*and\s+|\s+and\s+(?=(?:\S+\s+){2,}\S)",
+    re.IGNORECASE,
+)
+
+
+def split_parts(task: str) -> list[str]:
+    return [p.strip() for p in _CUT.split(task) if p and p.strip(" ,.;")]
+
+
+def fit_score(task_stems: set[str], name: str, description: str) -> float:
+    """Shared words between task and tool: a name word counts 2, a description word 1."""
+    name_stems = {stem(w) for w in words(name) if len(w) > 2} - {"get", "set"}
+    return 2.0 * len(task_stems & name_stems) + len(
+        task_stems & (content_stems(description) - name_stems)
+    )
+
+
+def best_fit(text: str, tools: list[Any]) -> Any | None:
+    """The one tool that fits ``text`` best, or None when none fits or several tie; words
+    every offered tool has ("country_info" in each name) tell them apart from nothing."""
+    common = set.intersection(*(content_stems(f"{t.name} {t.description}") for t in tools))
+    stems = content_stems(text) - common
+    scores = [fit_score(stems, t.name, t.description) for t in tools]
+    top = max(scores, default=0.0)
+    winners = [t for t, s in zip(tools, scores, strict=True) if s == top]
+    return winners[0] if top > 0 and len(winners) == 1 else None
+
+
+def sections(
+    parts: list[str], tools: list[Any], first: Any, several_tools: bool
+) -> list[tuple[Any, list[str]]]:
+    """Consecutive parts grouped by the tool that fits them (a part that fits none, or
+    ties, stays with the tool before it)."""
+    out: list[tuple[Any, list[str]]] = []
+    for part in parts:
+        tool = best_fit(part, tools) if several_tools and len(tools) > 1 else None
+        if tool is None:
+            tool = out[-1][0] if out else first
+        if out and out[-1][0] is tool:
+            out[-1][1].append(part)
+        else:
+            out.append((tool, [part]))
+    return out
+
+
+def repeated_calls(
+    parts: list[str], tool: Any, whole: str
+) -> list[tuple[dict[str, Any], dict[str, str]]]:
+    """The calls of ``tool`` the parts ask for: one per repetition of a parameter with a
+    new value; [] when the parts ask for one call."""
+    topic = f"{tool.name} {tool.description}"
+    calls: list[tuple[dict[str, Any], dict[str, str]]] = []
+    current: dict[str, Any] = {}
+    current_why: dict[str, str] = {}
+    firm: set[str] = set()  # parameters the call being built has from strong evidence
+    for part in parts:
+        found = extract_arguments(part, tool.parameters, topic=topic)
+        own = {k: v for k, v in found.arguments.items() if k in found.strong}
+        if any(k in firm and current[k] != v for k, v in own.items()):
+            calls.append((current, current_why))
+            current, current_why, firm = {}, {}, set()
+        firm |= set(own)
+        weak = {k: v for k, v in found.arguments.items() if k not in own and k in found.spans}
+        for key, value in [*own.items(), *weak.items()]:  # a part's own values, strong first
+            if key not in current or (key in own and current_why.get(key, "").endswith("fits")):
+                current[key], current_why[key] = value, found.notes[key]
+    if current:
+        calls.append((current, current_why))
+    if len(calls) < 2:
+        return []
+    overall = extract_arguments(whole, tool.parameters, topic=topic)
+    for index, (arguments, why) in enumerate(calls):
+        donor = calls[index - 1] if index else (overall.arguments, overall.notes)
+        for key, value in donor[0].items():
+            if key not in arguments:
+                arguments[key] = value
+                why[key] = (
+                    f"as in the {'call before' if index else 'whole task'}: {donor[1].get(key, '')}"
+                )
+    return calls

@@ -1,0 +1,190 @@
+"""Arguments from plain language (agents/extraction): each kind of value, the evidence
+that ties a value to a parameter, several calls, and the honest decline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tooldb.agents.extraction import Offered, extract_arguments, find_spans, plan_calls
+
+
+def schema(required: list[str] | None = None, **props: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required or list(props)}
+
+
+INT = {"type": "integer"}
+NUM = {"type": "number"}
+STR = {"type": "string"}
+
+
+def args(task: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return extract_arguments(task, spec).arguments
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "value"),
+    [
+        ("five trees", "word number", 5),
+        ("twenty five apples", "word number", 25),
+        ("a budget of $1,250.50", "number", 1250.5),
+        ("2 million people", "number", 2_000_000),
+        ("on 2024-03-01", "date", "2024-03-01"),
+        ("on March 1, 2024", "date", "2024-03-01"),
+        ("on 1st of March 2024", "date", "2024-03-01"),
+        ("at 3:30 pm", "time", "15:30"),
+        ("at 18:05", "time", "18:05"),
+        ("mail bob@example.org now", "email", "bob@example.org"),
+        ("see https://example.org/a?b=1.", "url", "https://example.org/a?b=1"),
+        ("read /var/log/syslog", "path", "/var/log/syslog"),
+        ("open C:/data/cars.csv", "path", "C:/data/cars.csv"),
+        ("set it to true", "boolean", True),
+        ("say 'hello there'", "quoted", "hello there"),
+        ("fly to New York, NY tomorrow", "name", "New York, NY"),
+        ("the function 3x^2 + 2x - 1", "expression", "3x^2 + 2x - 1"),
+        ("use dataset my_data_set", "identifier", "my_data_set"),
+    ],
+)
+def test_each_kind_of_value_is_found(text: str, kind: str, value: Any) -> None:
+    spans = find_spans(text)
+    assert [(s.kind, s.value) for s in spans if s.kind == kind] == [(kind, value)]
+
+
+def test_quantities_keep_their_unit_and_a_relative_date_is_a_date() -> None:
+    spans = find_spans("walk 5 km in 2 hours, then 100g of sugar, tomorrow")
+    assert [(s.value, s.unit) for s in spans if s.kind == "number"] == [
+        (5, "km"), (2, "hours"), (100, "g"),
+    ]  # fmt: skip
+    assert [s.kind for s in spans][-1] == "date"
+
+
+def test_named_values_win_over_order() -> None:
+    spec = schema(height=INT, base=INT)
+    assert args("a triangle with a base of 10 and height of 5", spec) == {"base": 10, "height": 5}
+    assert args("depth=3, width: 4", schema(width=INT, depth=INT)) == {"width": 4, "depth": 3}
+
+
+def test_a_unit_named_by_the_parameter_ties_the_value() -> None:
+    spec = schema(
+        duration={"type": "integer", "description": "How long, in years."},
+        amount={"type": "number", "description": "Principal in dollars."},
+    )
+    assert args("invest for 5 years a sum of 2000 dollars", spec) == {"duration": 5, "amount": 2000}
+
+
+def test_relational_phrases_and_dates() -> None:
+    spec = schema(
+        start_date={"type": "string", "description": "First day, YYYY-MM-DD."},
+        end_date={"type": "string", "description": "Last day, YYYY-MM-DD."},
+    )
+    got = args("between 2024-03-01 and 2024-01-01", spec)
+    assert got == {"start_date": "2024-03-01", "end_date": "2024-01-01"}
+    route = schema(origin=STR, destination=STR)
+    assert args("drive from the Earth to the Moon", route) == {
+        "origin": "Earth",
+        "destination": "Moon",
+    }
+
+
+def test_a_date_is_written_in_the_layout_the_description_shows() -> None:
+    spec = schema(day={"type": "string", "description": "The date in MM/DD/YYYY format."})
+    assert args("book it for March 5, 2024", spec) == {"day": "03/05/2024"}
+
+
+def test_percent_becomes_a_fraction_only_when_the_description_asks() -> None:
+    decimal = schema(rate={"type": "number", "description": "Annual rate as a decimal."})
+    plain = schema(rate={"type": "number", "description": "Annual rate in percent."})
+    assert args("at an annual rate of 4%", decimal) == {"rate": 0.04}
+    assert args("at an annual rate of 4%", plain) == {"rate": 4}
+
+
+def test_lists_fill_arrays() -> None:
+    spec = schema(values={"type": "array", "items": {"type": "number"}})
+    assert args("the mean of 1, 2.5 and 10", spec) == {"values": [1, 2.5, 10]}
+    names = schema(people={"type": "array", "items": {"type": "string"}})
+    assert args("invite Ada Lovelace, Alan Turing and Grace Hopper", names) == {
+        "people": ["Ada Lovelace", "Alan Turing", "Grace Hopper"],
+    }  # fmt: skip
+
+
+def test_enum_values_options_in_the_description_and_booleans() -> None:
+    spec = schema(
+        ["city"],
+        city=STR,
+        units={"type": "string", "enum": ["metric", "imperial"]},
+        phase={"type": "string", "description": "Can be 'melting' or 'freezing'."},
+        avoid_tolls={"type": "boolean", "description": "Avoid toll roads."},
+    )
+    got = args("weather in Oslo in imperial units while melting, with tolls avoided", spec)
+    assert got == {"city": "Oslo", "units": "imperial", "phase": "melting", "avoid_tolls": True}
+    assert args("a route in Oslo without tolls to avoid", spec)["avoid_tolls"] is False
+
+
+def test_cue_phrase_and_text_parameters() -> None:
+    genre = schema(genre={"type": "string", "description": "The music genre."})
+    assert args("find concerts of the genre smooth jazz in town", genre) == {"genre": "smooth jazz"}
+    query = schema(query={"type": "string", "description": "The search query."})
+    assert args("look up cheap flights", query) == {"query": "look up cheap flights"}
+
+
+def test_a_url_parameter_takes_only_a_url() -> None:
+    spec = schema(url={"type": "string"})
+    assert args("fetch the page of Toronto", spec) == {}
+    assert args("fetch https://example.org for Toronto", spec) == {"url": "https://example.org"}
+
+
+def test_every_argument_says_why() -> None:
+    found = extract_arguments("a base of 10 on 2024-03-01", schema(base=INT, day=STR))
+    assert found.notes["base"].startswith("named") and "2024-03-01" in found.notes["day"]
+
+
+FIRST = {"type": "string", "description": "The first date, YYYY-MM-DD."}
+LAST = {"type": "string", "description": "The last date, YYYY-MM-DD."}
+DAYS = Offered(
+    "days_between",
+    "Count the days from a start date to an end date.",
+    schema(start=FIRST, end=LAST),
+)
+AREA = Offered("circle_area", "Area of a circle.", schema(radius=NUM))
+WEATHER = Offered("weather", "Weather forecast for a city.", schema(city=STR))
+INVEST = Offered("invest", "Invest an amount in a company.", schema(company=STR, amount=NUM))
+WITHDRAW = Offered("withdraw", "Withdraw an amount from a company.",
+                   schema(company=STR, amount=NUM))  # fmt: skip
+
+
+def test_decline_names_the_tool_and_what_is_missing() -> None:
+    plan = plan_calls("count the days from 2024-01-01", [DAYS])
+    assert plan.calls == [] and plan.tool == "days_between" and plan.missing == ["end"]
+    assert plan.arguments == {"start": "2024-01-01"} and "'end'" in plan.declined
+    supplied = plan_calls("count the days from 2024-01-01", [DAYS], supplied={"end": "2024-03-01"})
+    assert [(c.tool, c.arguments) for c in supplied.calls] == [
+        ("days_between", {"start": "2024-01-01", "end": "2024-03-01"}),
+    ]  # fmt: skip
+    assert supplied.calls[0].why["end"] == "supplied by the caller"
+
+
+def test_decline_when_no_offered_tool_fits() -> None:
+    plan = plan_calls("what is the capital of France?", [AREA, DAYS])
+    assert plan.calls == [] and "no offered tool fits" in plan.declined
+    assert plan_calls("anything", []).declined
+
+
+def test_several_calls_of_one_tool_from_a_list_or_a_repeated_parameter() -> None:
+    listed = plan_calls("area of circles with radius 3, 5 and 7", [AREA])
+    assert [c.arguments for c in listed.calls] == [{"radius": 3}, {"radius": 5}, {"radius": 7}]
+    cities = plan_calls("weather forecast for Berlin and Madrid", [WEATHER])
+    assert [c.arguments for c in cities.calls] == [{"city": "Berlin"}, {"city": "Madrid"}]
+    repeated = plan_calls("area of a circle with a radius of 2, and then one with a radius of 4",
+                          [AREA])  # fmt: skip
+    assert [c.arguments for c in repeated.calls] == [{"radius": 2}, {"radius": 4}]
+    pair = plan_calls("count the days between 2024-01-01 and 2024-03-01", [DAYS])
+    assert len(pair.calls) == 1  # "between X and Y" is a range, not a list
+
+
+def test_several_tools_when_parts_of_the_task_fit_different_tools() -> None:
+    plan = plan_calls("Invest $2000 in Google and withdraw $1000 from Apple", [WITHDRAW, INVEST])
+    assert [(c.tool, c.arguments) for c in plan.calls] == [
+        ("invest", {"company": "Google", "amount": 2000}),
+        ("withdraw", {"company": "Apple", "amount": 1000}),
+    ]  # fmt: skip
