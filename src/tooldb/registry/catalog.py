@@ -16,7 +16,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..embedders import Embedder
 from ..errors import DefinitionError, NotFound, UsageError
+from ..selection import Weights, check_request
+from ..selection.skills import SkillRanker, SkillSelection, SkillText
+from ..settings import Settings
 from ..types import AgentSpec, SkillSpec, ToolRecord
 from .skills import agent_from_mapping, read_agent, read_skills, skill_from_mapping
 
@@ -33,6 +37,14 @@ class Catalog:
     get_many: Callable[[Iterable[str]], dict[str, ToolRecord]]
     enable: Callable[[str], None]
     disable: Callable[[str], None]
+    settings: Settings
+    if TYPE_CHECKING:
+
+        @property
+        def embedder(self) -> Embedder | None: ...  # Registry's
+
+    #: Ranks this tenant's skills; holds their vectors (selection/skills.py).
+    _skill_ranker: SkillRanker | None = None
 
     # -- skills ----------------------------------------------------------------
     def add_skill(
@@ -79,6 +91,25 @@ class Catalog:
             for row in self.store.list_skills(self.tenant)
             if include_disabled or row["enabled"]
         ]
+
+    def select_skills(
+        self, task: str, k: int = 5, *, names: Iterable[str] | None = None
+    ) -> SkillSelection:
+        """The ``k`` enabled, active skills most likely to help with ``task`` (of those
+        among ``names`` if given), best first, each with the components of its score as
+        tool selection gives them (docs/agents.md, "Finding skills")."""
+        task = check_request(task, k)
+        if self._skill_ranker is None:
+            self._skill_ranker = SkillRanker(self.embedder, Weights.from_settings(self.settings))
+        every = [
+            SkillText.of(
+                row["name"], row["description"], row.get("instructions") or "", row["content_hash"]
+            )
+            for row in self.store.list_skills(self.tenant)
+            if row["enabled"] and row.get("active", True)
+        ]
+        allowed = set(names) if names is not None else None
+        return self._skill_ranker.rank(task, every, k, allowed)
 
     # -- agents ----------------------------------------------------------------
     def add_agent(
