@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..embedders import Embedder
 from ..errors import DefinitionError, NotFound, UsageError
 from ..selection import Weights, check_request
-from ..selection.skills import SkillRanker, SkillSelection, SkillText
+from ..selection.skills import INSTRUCTIONS_CHARS, SkillRanker, SkillSelection
 from ..settings import Settings
 from ..types import AgentSpec, SkillSpec, ToolRecord
 from .skills import agent_from_mapping, read_agent, read_skills, skill_from_mapping
@@ -101,15 +101,11 @@ class Catalog:
         task = check_request(task, k)
         if self._skill_ranker is None:
             self._skill_ranker = SkillRanker(self.embedder, Weights.from_settings(self.settings))
-        every = [
-            SkillText.of(
-                row["name"], row["description"], row.get("instructions") or "", row["content_hash"]
-            )
-            for row in self.store.list_skills(self.tenant)
-            if row["enabled"] and row.get("active", True)
-        ]
+        ranker = self._skill_ranker
+        rows = self.store.skill_search_rows(self.tenant, INSTRUCTIONS_CHARS)
+        every = [ranker.text(**row) for row in rows]
         allowed = set(names) if names is not None else None
-        return self._skill_ranker.rank(task, every, k, allowed)
+        return ranker.rank(task, every, k, allowed)
 
     # -- agents ----------------------------------------------------------------
     def add_agent(

@@ -86,8 +86,18 @@ class SkillRanker:
         self.vectors: dict[str, np.ndarray] = {}
         #: Texts embedded so far (what tests and the benchmark check caching by).
         self.embedded = 0
+        self._texts: dict[str, SkillText] = {}
         self._lexical: tuple[tuple[str, ...], BM25Index] | None = None
         self._lock = threading.Lock()
+
+    def text(self, name: str, description: str, instructions: str, content_hash: str) -> SkillText:
+        """A skill's search text, made once per content hash."""
+        known = self._texts.get(content_hash)
+        if known is None or known.name != name:
+            known = self._texts[content_hash] = SkillText.of(
+                name, description, instructions, content_hash
+            )
+        return known
 
     def rank(
         self, task: str, every: list[SkillText], k: int, names: Collection[str] | None = None
@@ -102,6 +112,7 @@ class SkillRanker:
         if not allowed or k == 0:
             return SkillSelection(task=task, candidates=[], embedder=embedder_id, notes=notes)
         with self._lock:
+            self._forget_stale(every)
             matched = self._bm25(every).match(task)
             dense = None
             if self.embedder is not None:
@@ -158,9 +169,15 @@ class SkillRanker:
             self._lexical = (key, index)
         return self._lexical[1]
 
+    def _forget_stale(self, every: list[SkillText]) -> None:
+        """Many skills changed or went since: drop what is kept of the old versions."""
+        if max(len(self.vectors), len(self._texts)) > 2 * len(every) + 64:
+            wanted = {skill.content_hash for skill in every}
+            self.vectors = {h: v for h, v in self.vectors.items() if h in wanted}
+            self._texts = {h: t for h, t in self._texts.items() if h in wanted}
+
     def _vectors(self, skills: list[SkillText]) -> np.ndarray:
-        """One row per skill; the skills without a remembered vector are embedded now,
-        and vectors of skills no longer asked for are forgotten."""
+        """One row per skill; the skills without a remembered vector are embedded now."""
         assert self.embedder is not None
         missing = {s.content_hash: s.text for s in skills if s.content_hash not in self.vectors}
         if missing:
@@ -168,7 +185,4 @@ class SkillRanker:
             self.embedded += len(missing)
             for content_hash, row in zip(missing, rows, strict=True):
                 self.vectors[content_hash] = np.asarray(row, dtype=np.float32)
-        if len(self.vectors) > 2 * len(skills) + 64:  # many changed since: drop the stale
-            wanted = {skill.content_hash for skill in skills}
-            self.vectors = {h: v for h, v in self.vectors.items() if h in wanted}
         return np.stack([self.vectors[skill.content_hash] for skill in skills])
