@@ -67,14 +67,16 @@ SUBAGENT = "subagent"
 
 def skill_index(run: _Run, listed: list[str], available: dict[str, SkillSpec]) -> str:
     """The skills part of the system prompt. Up to ``skill_index_k`` skills: every one.
-    More: only the best ``skill_index_k`` for the run's task, and a ``search_skills``
-    built-in for the rest, so the prompt stays small at hundreds of skills."""
+    More: only the best ``skill_index_k`` for the run's task (listed in the agent's own
+    order, its priorities first), and a ``search_skills`` built-in for the rest, so the
+    prompt stays small at hundreds of skills."""
     limit = run.registry.settings.skill_index_k
     if len(listed) <= limit:
         return skills_prompt([available[name] for name in listed])
     run.toolbox.add_builtin(search_skills(run, available))
-    top = run.registry.select_skills(run.task, limit, names=listed).names
-    return skills_prompt([available[name] for name in top]) + (
+    top = set(run.registry.select_skills(run.task, limit, names=listed).names)
+    shown = [available[name] for name in listed if name in top]  # in the agent's order
+    return skills_prompt(shown) + (
         f"\n(the {limit} of your {len(listed)} skills closest to the task; call "
         f"{SEARCH_SKILLS} to find others, then load_skill)"
     )

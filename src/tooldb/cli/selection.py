@@ -18,6 +18,7 @@ from rich.progress import (
 )
 
 from ..embedders import local_available, resolve_name
+from ..errors import UsageError
 from ..executors import sandbox
 from ..selection.embedding import Progress as ProgressCallback
 from ..stores.migrate import HEAD
@@ -55,10 +56,13 @@ def select(
     skills: Annotated[bool, typer.Option("--skills", help="Rank skills, not tools.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """The k tools (or with --skills, skills) most likely to do a task, with every
-    component of their scores."""
+    """The k tools most likely to do a task, with every component of their scores.
+
+    With --skills, the k skills instead (registry.select_skills)."""
     if skills:
         with _registry(as_json) as registry:
+            if category or kind or run_id:
+                raise UsageError("--category, --kind and --run-id select tools, not --skills")
             found = registry.select_skills(task, k)
         return print_skill_selection(found, as_json)
     with _registry(as_json) as registry:
