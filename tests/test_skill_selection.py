@@ -89,6 +89,16 @@ def test_minilm_finds_a_skill_by_meaning_without_shared_words(sqlite_url: str) -
         assert found.embedder is not None and "minilm" in found.embedder.lower()
 
 
+@pytest.mark.skipif(not local_available(), reason="the bundled MiniLM is not installed")
+def test_the_readme_finds_the_example_skill_by_task(sqlite_url: str) -> None:
+    """The README's tour line, with its default embedder."""
+    with tooldb.open(sqlite_url, settings=Settings(embedder="local", url=sqlite_url)) as reg:
+        reg.add_module("tooldb.examples.basic")
+        reg.add_skill(Path(__file__).resolve().parents[1] / "examples" / "skill_catalog")
+        task = "give me the average and the total of my monthly expenses"
+        assert reg.select_skills(task, 2).names[0] == "number-summary"
+
+
 def test_disabled_and_inactive_skills_are_never_returned(reg: Registry) -> None:
     reg.disable_definition("skill", "weather-report")
     reg.add_skill(skill("old-weather", "Weather forecasts, retired.", active=False))
