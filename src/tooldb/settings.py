@@ -99,6 +99,9 @@ class Settings:
     agent_max_iterations: int = 10
     agent_max_tool_calls: int = 15
     agent_max_retries_per_tool: int = 2
+    #: An agent with more skills than this sees only the best this many for its task in
+    #: its prompt, and finds the rest with ``search_skills`` (docs/agents.md).
+    skill_index_k: int = 12
     agent_timeout_s: float = 300.0
     #: Agents calling agents (kind ``agent``): how deep a chain may go.
     agent_max_depth: int = 3
@@ -325,6 +328,7 @@ _ENV_KEYS = {
     "TOOLDB_NEO4J_USER": "neo4j_user",
     "TOOLDB_REGISTRY_SQL_URL": "registry_sql_url",
     "TOOLDB_WORKSPACE": "workspace",
+    "TOOLDB_SKILL_INDEX_K": "skill_index_k",
 }
 
 

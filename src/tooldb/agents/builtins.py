@@ -61,7 +61,61 @@ def search_tools(run: _Run, k_default: int = 5) -> Builtin:
 
 
 LOAD_SKILL = "load_skill"
+SEARCH_SKILLS = "search_skills"
 SUBAGENT = "subagent"
+
+
+def skill_index(run: _Run, listed: list[str], available: dict[str, SkillSpec]) -> str:
+    """The skills part of the system prompt. Up to ``skill_index_k`` skills: every one.
+    More: only the best ``skill_index_k`` for the run's task (listed in the agent's own
+    order, its priorities first), and a ``search_skills`` built-in for the rest, so the
+    prompt stays small at hundreds of skills."""
+    limit = run.registry.settings.skill_index_k
+    if len(listed) <= limit:
+        return skills_prompt([available[name] for name in listed])
+    run.toolbox.add_builtin(search_skills(run, available))
+    top = set(run.registry.select_skills(run.task, limit, names=listed).names)
+    shown = [available[name] for name in listed if name in top]  # in the agent's order
+    return skills_prompt(shown) + (
+        f"\n(the {limit} of your {len(listed)} skills closest to the task; call "
+        f"{SEARCH_SKILLS} to find others, then load_skill)"
+    )
+
+
+def search_skills(run: _Run, available: dict[str, SkillSpec], k_default: int = 5) -> Builtin:
+    """Find skills of this agent that the prompt's index did not list."""
+
+    async def execute(arguments: dict[str, Any], context: LoopContext) -> ToolResult:
+        query = arguments.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise UsageError("'query' must be a non-empty string describing what a skill is for")
+        k = arguments.get("k", k_default)
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 20:
+            raise UsageError(f"'k' must be an integer from 1 to 20, got {k!r}")
+        found = run.registry.select_skills(query, k, names=available)
+        lines = [f"- {c.name}: {c.description[:200]}" for c in found.candidates]
+        text = "\n".join(lines) + "\nload one with load_skill" if lines else "no skills found"
+        return ToolResult(success=True, output=text, data=found.names)
+
+    return Builtin(
+        ToolSchema(
+            name=SEARCH_SKILLS,
+            description=(
+                "Search your skills for ones that help with something; returns their names "
+                "and descriptions (load one with load_skill)."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "what the skill should help with"},
+                    "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": k_default},
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+        ),
+        execute,
+    )
 
 
 def skills_prompt(skills: list[SkillSpec]) -> str:
@@ -127,13 +181,22 @@ def load_skill(run: _Run, available: dict[str, SkillSpec]) -> Builtin:
             description="Load a skill: returns its instructions and makes its tools callable.",
             parameters={
                 "type": "object",
-                "properties": {"name": {"type": "string", "enum": sorted(available)}},
+                "properties": {"name": _skill_name_schema(run, available)},
                 "required": ["name"],
                 "additionalProperties": False,
             },
         ),
         execute,
     )
+
+
+def _skill_name_schema(run: _Run, available: dict[str, SkillSpec]) -> dict[str, Any]:
+    """Every name as an enum, unless there are more than the skill index lists: hundreds
+    of names in the schema would cost the tokens the index saves (load_skill's check
+    still refuses a name not available)."""
+    if len(run.loop.skills) > run.registry.settings.skill_index_k:
+        return {"type": "string", "description": "a skill's name (search_skills finds them)"}
+    return {"type": "string", "enum": sorted(available)}
 
 
 def _assigned_config(run: _Run, agent: str | None, skill: str) -> dict[str, Any]:

@@ -282,8 +282,7 @@ class _Run:
         system = [loop.instructions] if loop.instructions else []
         if self.available_skills:
             self.toolbox.add_builtin(builtins.load_skill(self, self.available_skills))
-            offered = [self.available_skills[name] for name in loop.skills]
-            system.append(builtins.skills_prompt(offered))
+            system.append(builtins.skill_index(self, list(loop.skills), self.available_skills))
         search = loop.search_tools
         if loop.tools is not None:
             self.toolbox.add_tools(loop.tools)

@@ -18,10 +18,12 @@ from rich.progress import (
 )
 
 from ..embedders import local_available, resolve_name
+from ..errors import UsageError
 from ..executors import sandbox
 from ..selection.embedding import Progress as ProgressCallback
 from ..stores.migrate import HEAD
 from .app import JsonOpt, _out, _print_json, _registry, _table, _text, app
+from .skill_select import print_skill_selection
 
 
 @contextmanager
@@ -51,9 +53,18 @@ def select(
     category: Annotated[str | None, typer.Option(help="Only this category.")] = None,
     kind: Annotated[str | None, typer.Option(help="Only this kind.")] = None,
     run_id: Annotated[str | None, typer.Option(help="Record the decision under this run.")] = None,
+    skills: Annotated[bool, typer.Option("--skills", help="Rank skills, not tools.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """The k tools most likely to do a task, with every component of their scores."""
+    """The k tools most likely to do a task, with every component of their scores.
+
+    With --skills, the k skills instead (registry.select_skills)."""
+    if skills:
+        with _registry(as_json) as registry:
+            if category or kind or run_id:
+                raise UsageError("--category, --kind and --run-id select tools, not --skills")
+            found = registry.select_skills(task, k)
+        return print_skill_selection(found, as_json)
     with _registry(as_json) as registry:
         selection = registry.select(task, k, category=category, kind=kind, run_id=run_id)
     for note in selection.notes:

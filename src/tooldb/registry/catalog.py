@@ -16,13 +16,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..embedders import Embedder
 from ..errors import DefinitionError, NotFound, UsageError
 from ..executors.agent import agent_tool_parameters
+from ..selection import Weights, check_request
+from ..selection.skills import INSTRUCTIONS_CHARS, SkillRanker, SkillSelection
+from ..settings import Settings
 from ..types import AgentSpec, Returns, SkillSpec, ToolKind, ToolRecord, ToolSpec
 from .skills import agent_from_mapping, read_agent, read_skills, skill_from_mapping
 
 if TYPE_CHECKING:
-    from ..settings import Settings
     from ..stores import EnabledState, PutOutcome, Store
 
 
@@ -36,6 +39,13 @@ class Catalog:
     get_many: Callable[[Iterable[str]], dict[str, ToolRecord]]
     enable: Callable[[str], None]
     disable: Callable[[str], None]
+    if TYPE_CHECKING:
+
+        @property
+        def embedder(self) -> Embedder | None: ...  # Registry's
+
+    #: Ranks this tenant's skills; holds their vectors (selection/skills.py).
+    _skill_ranker: SkillRanker | None = None
 
     # -- skills ----------------------------------------------------------------
     def add_skill(
@@ -82,6 +92,21 @@ class Catalog:
             for row in self.store.list_skills(self.tenant)
             if include_disabled or row["enabled"]
         ]
+
+    def select_skills(
+        self, task: str, k: int = 5, *, names: Iterable[str] | None = None
+    ) -> SkillSelection:
+        """The ``k`` enabled, active skills most likely to help with ``task`` (of those
+        among ``names`` if given), best first, each with the components of its score as
+        tool selection gives them (docs/agents.md, "Finding skills")."""
+        task = check_request(task, k)
+        if self._skill_ranker is None:
+            self._skill_ranker = SkillRanker(self.embedder, Weights.from_settings(self.settings))
+        ranker = self._skill_ranker
+        rows = self.store.skill_search_rows(self.tenant, INSTRUCTIONS_CHARS)
+        every = [ranker.text(**row) for row in rows]
+        allowed = set(names) if names is not None else None
+        return ranker.rank(task, every, k, allowed)
 
     # -- agents ----------------------------------------------------------------
     def add_agent(

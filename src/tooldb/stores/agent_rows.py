@@ -263,6 +263,23 @@ class AgentRows:
     def remove_skill(self, tenant: str, name: str) -> bool:
         return self._remove_named(skills, "skill", tenant, name)
 
+    def skill_search_rows(self, tenant: str, instructions_chars: int) -> list[dict[str, Any]]:
+        """What skill selection needs of the enabled, active skills: name, description,
+        the opening of the instructions and the content hash (no JSON columns to decode:
+        read on every ``select_skills``)."""
+        query = (
+            sa.select(
+                skills.c.name,
+                skills.c.description,
+                sa.func.substr(skills.c.instructions, 1, instructions_chars).label("instructions"),
+                skills.c.content_hash,
+            )
+            .where(skills.c.tenant == tenant, skills.c.enabled, skills.c.active)
+            .order_by(skills.c.name)
+        )
+        with self._guard(), self._reader.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
     def put_agent(
         self, tenant: str, row: dict[str, Any], state: EnabledState | None = None
     ) -> tuple[int, bool]:
