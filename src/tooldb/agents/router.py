@@ -27,7 +27,7 @@ from ..binding.runtime import visible_schema
 from ..errors import ArgumentError, ModelError, NotFound, ToolDisabled, UsageError
 from ..models.base import Message, Model, ToolCall, ToolChoice, ToolSchema
 from ..types import RunResult, RunStatus, Selection, ToolUse
-from .extraction import Offered, Plan, PlannedCall, plan_calls
+from .extraction import Offered, Options, Plan, PlannedCall, plan_calls
 from .run_log import RunLog
 
 if TYPE_CHECKING:
@@ -87,7 +87,10 @@ class Router:
             task, self.k, category=self.category, names=self.names, run_id=run_id, record=record
         )
         offered = [_offered(self.registry, c.name) for c in selection.candidates]
-        plan = plan_calls(task, offered, supplied=arguments)
+        # The fit gate guards a choice among the tools selection found; a caller that
+        # names exactly one tool (an agent tool that runs its one tool) made the choice.
+        options = Options(fit_gate=False) if self.names and len(set(self.names)) == 1 else None
+        plan = plan_calls(task, offered, supplied=arguments, options=options)
         for _ in range(self.attempts - 1):
             if not plan.missing or plan.tool is None:
                 break
