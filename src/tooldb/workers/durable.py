@@ -205,7 +205,8 @@ def tooldb_run(request: dict[str, Any]) -> dict[str, Any]:
     """One submitted run, executed (or resumed) by a worker: on a thread of DBOS's pool
     with an event loop of its own, so the run's blocking store writes hold up no other
     run (async workflows would all share one loop)."""
-    return asyncio.run(_workflow(request))
+    with state.tenant_slot(request["tenant"]):
+        return asyncio.run(_workflow(request))
 
 
 async def _workflow(request: dict[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,8 @@ by every ``select``: selection/index.py) and the tool slots of per-tool limits."
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -17,10 +19,18 @@ if TYPE_CHECKING:
 
 
 class WorkerState:
-    def __init__(self, settings: Settings, executor_id: str, database_url: str) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        executor_id: str,
+        database_url: str,
+        tenant_concurrency: int | None = None,
+    ) -> None:
         self.settings = settings
         self.executor_id = executor_id
         self.slots = Slots(database_url)
+        #: Runs of one tenant at once across the workers (``--tenant-concurrency``).
+        self.tenant_concurrency = tenant_concurrency
         self._registries: dict[str, Registry] = {}
         self._lock = threading.Lock()
 
@@ -75,3 +85,20 @@ def registry_for(tenant: str) -> Registry:
 
 def executor_id() -> str:
     return current().executor_id
+
+
+#: The slot name of a tenant's runs (names hold no control character: no tool has it).
+RUN_SLOT = "\x00run"
+
+
+@contextmanager
+def tenant_slot(tenant: str) -> Iterator[None]:
+    """Hold one of the tenant's run slots while a run executes, when the worker limits
+    a tenant's runs. DBOS's partitioned queue already limits them, but its claim can let
+    two workers start one each at the same moment; the slot, an advisory lock, cannot."""
+    worker = current()
+    if worker.tenant_concurrency is None:
+        yield
+        return
+    with worker.slots.held(tenant, RUN_SLOT, worker.tenant_concurrency, None):
+        yield

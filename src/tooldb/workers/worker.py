@@ -71,7 +71,11 @@ class Worker:
     def start(self) -> None:
         self._alive = psycopg.connect(self.url, autocommit=True)
         self._alive.execute("SELECT pg_advisory_lock(%s, 0)", (self._key(self.executor_id),))
-        state.install(state.WorkerState(self.registry.settings, self.executor_id, self.url))
+        state.install(
+            state.WorkerState(
+                self.registry.settings, self.executor_id, self.url, self.tenant_concurrency
+            )
+        )
         DBOS(config=worker_config(self.registry, self.executor_id, self.concurrency))  # type: ignore[arg-type]
         DBOS.launch()
         DBOS.register_queue(
