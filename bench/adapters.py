@@ -199,7 +199,7 @@ class OpenAIAgents:
                 return ModelResponse(output=output, usage=Usage(requests=1), response_id=None)
 
             def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-                raise NotImplementedError
+                raise RuntimeError("scripted: no streaming (use Runner.run)")
 
         agent = Agent(name="bench", instructions="bench", model=Scripted(), tools=[tool])
         start, cpu = time.perf_counter(), time.process_time()

@@ -143,7 +143,7 @@ class ScriptedAgentsModel:
                 return ModelResponse(output=output, usage=Usage(), response_id=None)
 
             def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-                raise NotImplementedError
+                raise RuntimeError("scripted: no streaming (use Runner.run)")
 
         return Scripted()
 

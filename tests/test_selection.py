@@ -351,7 +351,6 @@ def test_the_bundled_minilm_ranks_a_small_catalogue(
 ) -> None:
     """The README's headline claim with the default embedder (elsewhere tests use ``hash``):
     paraphrases that share few words with the right tool still find it first."""
-    pytest.importorskip("onnxruntime")
     settings = Settings(url=sqlite_url, embedder="local")
     with tooldb.open(sqlite_url, settings=settings) as registry:
         registry.register([_spec(entry) for entry in BUNDLED_CATALOGUE])

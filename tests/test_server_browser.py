@@ -31,14 +31,13 @@ CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = Path(os.environ.get("TOOLDB_TEST_ARTIFACTS", REPO / "test-artifacts"))
 
-pytestmark = pytest.mark.skipif(
-    not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)),
-    reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)",
-)
-
 
 @pytest.fixture
 def browser() -> Iterator[WebDriver]:
+    assert os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK), (
+        "the browser tests need Debian's chromium and chromium-driver "
+        "(apt-get install chromium chromium-driver; .ci/run and the README install them)"
+    )
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",

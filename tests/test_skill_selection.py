@@ -15,7 +15,6 @@ import tooldb
 from tooldb import Registry, Settings
 from tooldb.agents import AgentLoop
 from tooldb.cli import app
-from tooldb.embedders import local_available
 from tooldb.errors import UsageError
 from tooldb.models import ScriptedModel, call
 from tooldb.types import RunStatus, SkillSpec
@@ -79,7 +78,6 @@ def test_the_right_skill_ranks_first_with_its_scores(
     )
 
 
-@pytest.mark.skipif(not local_available(), reason="the bundled MiniLM is not installed")
 def test_minilm_finds_a_skill_by_meaning_without_shared_words(sqlite_url: str) -> None:
     with tooldb.open(sqlite_url, settings=Settings(embedder="local", url=sqlite_url)) as reg:
         for name, description, instructions in CATALOGUE:
@@ -89,7 +87,6 @@ def test_minilm_finds_a_skill_by_meaning_without_shared_words(sqlite_url: str) -
         assert found.embedder is not None and "minilm" in found.embedder.lower()
 
 
-@pytest.mark.skipif(not local_available(), reason="the bundled MiniLM is not installed")
 def test_the_readme_finds_the_example_skill_by_task(sqlite_url: str) -> None:
     """The README's tour line, with its default embedder."""
     with tooldb.open(sqlite_url, settings=Settings(embedder="local", url=sqlite_url)) as reg:
