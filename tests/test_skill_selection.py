@@ -125,6 +125,36 @@ def test_unchanged_skills_are_not_embedded_again_and_a_changed_one_is(reg: Regis
     assert ranker.embedded == len(CATALOGUE) + 1  # only the changed one
 
 
+def test_a_new_process_loads_the_stored_vectors_instead_of_embedding(
+    reg: Registry, store_url: str
+) -> None:
+    """Skill vectors outlive the process (migration 0014): a second registry on the same
+    store embeds nothing it has not seen, ranks the same, and only a changed skill is
+    embedded again; vectors of content no skill has any more are dropped."""
+    first = reg.select_skills("what is the forecast in Paris tomorrow", 3)
+    before = {row["content_hash"] for row in reg.store.list_skills(reg.tenant)}
+    other_process = tooldb.open(store_url, settings=Settings(embedder="hash", url=store_url))
+    try:
+        again = other_process.select_skills("what is the forecast in Paris tomorrow", 3)
+        ranker = other_process._skill_ranker
+        assert ranker is not None and ranker.embedded == 0
+        assert again.candidates == first.candidates
+        other_process.add_skill(skill("translation", "Subtitle videos in another language."))
+        assert other_process.select_skills("subtitle this video", 1).names == ["translation"]
+        assert ranker.embedded == 1
+        embedder = ranker.embedder.id  # type: ignore[union-attr]
+        now = {row["content_hash"] for row in reg.store.list_skills(reg.tenant)}
+        kept = reg.store.skill_vectors(reg.tenant, embedder, sorted(before | now))
+        assert set(kept) == now  # the old translation's vector is gone
+        # another tenant's identical skill is embedded for that tenant, not shared
+        tenant_b = other_process.for_tenant("b")
+        tenant_b.add_skill(skill(*CATALOGUE[0]))
+        tenant_b.select_skills("forecast", 1)
+        assert tenant_b._skill_ranker is not None and tenant_b._skill_ranker.embedded == 1
+    finally:
+        other_process.close()
+
+
 def test_bad_requests_are_refused(reg: Registry) -> None:
     with pytest.raises(UsageError, match="task"):
         reg.select_skills("  ", 3)

@@ -113,6 +113,11 @@ class Settings:
     #: A running run's lease (s): renewed by its process every quarter of it; a run
     #: whose lease expired is marked ``interrupted`` by the next open or sweep.
     agent_run_lease_s: float = 60.0
+    #: A run's record warns of each tool call slower than this many times the p95 of
+    #: the tool's last successful calls (at least ``slow_call_min_history`` of them, so
+    #: a new tool is not judged); 0 turns the warning off (agents/slow_calls.py).
+    slow_call_factor: float = 3.0
+    slow_call_min_history: int = 20
     #: OODA (ooda/optimize.py, docs/ooda.md): the analysis window, then the findings'
     #: thresholds, the act policy, and the per-tenant cycle lease.
     ooda_window_s: float = 7 * 86400.0
@@ -230,7 +235,7 @@ _FRACTIONS = (
 _NOT_NEGATIVE = (
     "ooda_low_success_min_calls", "ooda_degrade_min_calls", "ooda_slow_min_calls",
     "ooda_never_used_after_s", "ooda_alternatives", "ooda_disable_min_calls", "ooda_lock_wait_s",
-    "select_ann_min_tools",
+    "select_ann_min_tools", "slow_call_factor", "slow_call_min_history",
 )  # fmt: skip
 
 
@@ -320,6 +325,7 @@ _ENV_KEYS = {
     "TOOLDB_SCRIPT_FORKSERVER": "script_forkserver",
     "TOOLDB_AGENT_HELD_CALLS": "agent_held_calls",
     "TOOLDB_AGENT_RUN_LEASE": "agent_run_lease_s",
+    "TOOLDB_SLOW_CALL_FACTOR": "slow_call_factor",
     "TOOLDB_MODEL": "model",
     "TOOLDB_MODEL_BASE_URL": "model_base_url",
     "TOOLDB_OODA_WINDOW": "ooda_window_s",

@@ -372,6 +372,8 @@ class RunResult(BaseModel):
     output_tokens: int = 0
     duration_ms: float = 0.0
     plan: dict[str, Any] | None = None  # the router's calls and why, or its decline
+    #: What the run's record warns of, e.g. a call far slower than its tool's history.
+    warnings: list[str] = Field(default_factory=list)
 
     @property
     def success(self) -> bool:

@@ -188,6 +188,7 @@ class _Run:
             parent_run_id=parent.run_id if parent else None,
             metadata={"limits": self.limits.as_json(), "tool_choice": loop.tool_choice.mode},
             lease_s=self.registry.settings.agent_run_lease_s,
+            settings=self.registry.settings,
         )
 
     # -- the loop ----------------------------------------------------------

@@ -135,6 +135,7 @@ class Router:
             agent=agent, model=self.model.id if self.model else None, parent_run_id=parent_run_id,
             metadata={"k": self.k, "attempts": self.attempts},
             lease_s=self.registry.settings.agent_run_lease_s,
+            settings=self.registry.settings,
         )  # fmt: skip
         log.add(0, [Message.user(task)])
         result = RunResult(

@@ -18,10 +18,12 @@ from typing import Any
 from pydantic_core import PydanticSerializationError
 
 from ..models.base import Message
+from ..settings import Settings
 from ..stores import MessageRow, RunMessages, Store
 from ..stores.storable import storable_arguments, storable_text, storable_value
 from ..types import RunResult, RunStatus, ToolUse
 from .leases import leases_for, owner_id
+from .slow_calls import find_slow_calls
 
 MAX_TASK_CHARS = 100_000
 
@@ -40,8 +42,12 @@ class RunLog:
         parent_run_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         lease_s: float = 60.0,
+        settings: Settings | None = None,
     ) -> None:
         self.store = store
+        self.tenant = tenant
+        self.settings = settings
+        self.metadata = dict(metadata or {})
         self.run_id = run_id
         self._seq = 0
         self.started_at = time.time()
@@ -56,7 +62,7 @@ class RunLog:
                 "model": model,
                 "task": storable_text(task[:MAX_TASK_CHARS]) or "",
                 "status": RunStatus.RUNNING.value,
-                "metadata": metadata or {},
+                "metadata": self.metadata,
                 "started_at": self.started_at,
                 "owner": owner_id(),
                 "lease_expires_at": self.started_at + lease_s,
@@ -77,10 +83,21 @@ class RunLog:
         return self.run_id, rows
 
     def finish(self, result: RunResult) -> None:
+        """Store the outcome. Calls far slower than their tool's history (slow_calls.py)
+        become ``result.warnings`` and the run metadata's ``slow_calls``."""
         self._leases.release(self.run_id)
+        values: dict[str, Any] = {}
+        if self.settings is not None and result.tool_calls:
+            slow = find_slow_calls(self.store, self.tenant, result.tool_calls,
+                                   before=self.started_at, settings=self.settings)  # fmt: skip
+            if slow:
+                result.warnings.extend(call.warning() for call in slow)
+                values["metadata"] = {**self.metadata,
+                                      "slow_calls": [call.as_json() for call in slow]}  # fmt: skip
         self.store.finish_run(
             self.run_id,
             {
+                **values,
                 "status": result.status.value,
                 "output": storable_text(result.output),
                 "data": _json_text(result.data),

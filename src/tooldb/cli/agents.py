@@ -159,6 +159,11 @@ def show_run(run_id: str, as_json: bool) -> None:
         _out.print(_text(f"retry: {step}: {link['refinement']} -> {link.get('outcome')}"))
     if details["requires_review"]:
         _out.print(f"requires review: {_text(details['review_reason'] or '')}")
+    metadata = details["metadata"] if isinstance(details.get("metadata"), dict) else {}
+    for slow in metadata.get("slow_calls") or []:  # agents/slow_calls.py
+        from ..agents.slow_calls import SlowCall
+
+        _out.print(_text(f"warning: {SlowCall(**slow).warning()}"))
     for child in children:
         _out.print(f"child run {child.id} {child.status.value}")
 
@@ -311,6 +316,8 @@ def _print_result(result: RunResult) -> None:
         sys.stderr.write(f"  {use.tool} {mark}{'' if use.success else ': ' + (use.error or '')}\n")
     if result.output:
         _out.print(_text(result.output))
+    for warning in result.warnings:
+        sys.stderr.write(_text(f"warning: {warning}") + "\n")
     if result.status is not RunStatus.SUCCESS:
         reason = result.review_reason or result.error or ""
         sys.stderr.write(f"run {result.run_id} {result.status.value}: {reason}\n")

@@ -171,6 +171,7 @@ class ToolBridge:
             parent_run_id=parent.log.run_id if parent is not None else None,
             metadata=metadata,
             lease_s=registry.settings.agent_run_lease_s,
+            settings=registry.settings,
         )
         log.add(0, [Message.user(text)])
         return _OpenRun(log, text)

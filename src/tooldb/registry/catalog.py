@@ -20,7 +20,7 @@ from ..embedders import Embedder
 from ..errors import DefinitionError, NotFound, UsageError
 from ..executors.agent import agent_tool_parameters
 from ..selection import Weights, check_request
-from ..selection.skills import INSTRUCTIONS_CHARS, SkillRanker, SkillSelection
+from ..selection.skills import INSTRUCTIONS_CHARS, SkillRanker, SkillSelection, VectorVault
 from ..settings import Settings
 from ..types import AgentSpec, Returns, SkillSpec, ToolKind, ToolRecord, ToolSpec
 from .skills import agent_from_mapping, read_agent, read_skills, skill_from_mapping
@@ -101,12 +101,26 @@ class Catalog:
         tool selection gives them (docs/agents.md, "Finding skills")."""
         task = check_request(task, k)
         if self._skill_ranker is None:
-            self._skill_ranker = SkillRanker(self.embedder, Weights.from_settings(self.settings))
+            self._skill_ranker = SkillRanker(
+                self.embedder, Weights.from_settings(self.settings), self._skill_vault()
+            )
         ranker = self._skill_ranker
         rows = self.store.skill_search_rows(self.tenant, INSTRUCTIONS_CHARS)
         every = [ranker.text(**row) for row in rows]
         allowed = set(names) if names is not None else None
         return ranker.rank(task, every, k, allowed)
+
+    def _skill_vault(self) -> VectorVault | None:
+        """The store, for this tenant and embedder, as the skill ranker's vault."""
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        store, tenant = self.store, self.tenant
+
+        def save(vectors: dict[str, bytes]) -> None:
+            store.put_skill_vectors(tenant, embedder.id, embedder.dim, vectors)
+
+        return VectorVault(lambda hashes: store.skill_vectors(tenant, embedder.id, hashes), save)
 
     # -- agents ----------------------------------------------------------------
     def add_agent(

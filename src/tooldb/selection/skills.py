@@ -8,14 +8,16 @@ the next selection; BM25 runs on a small in-memory index of the same texts, rebu
 only when the set of skills changes. The two are fused exactly as tool selection
 fuses them (z-scores, the task's lexical share, the vectors' check of the words'
 best match: retrieval.py, select.py), so a skill's scores read like a tool's.
-Skills have no call statistics: the final score is the relevance.
+Skills have no call statistics: the final score is the relevance. The vectors are also
+kept in the store (a ``VectorVault``, migration 0014), so a new process loads them
+instead of embedding hundreds of skills again on its first selection.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,11 +78,23 @@ class SkillText:
         return cls(name, description, text, content_hash)
 
 
+@dataclass(frozen=True)
+class VectorVault:
+    """Where skill vectors outlive the process (the store, for one tenant and embedder):
+    ``load`` the float32 bytes of the content hashes it has, ``save`` new ones."""
+
+    load: Callable[[list[str]], dict[str, bytes]]
+    save: Callable[[dict[str, bytes]], None]
+
+
 class SkillRanker:
     """Ranks a tenant's skills for a task; holds the skills' vectors and BM25 index."""
 
-    def __init__(self, embedder: Embedder | None, weights: Weights) -> None:
+    def __init__(
+        self, embedder: Embedder | None, weights: Weights, vault: VectorVault | None = None
+    ) -> None:
         self.embedder = embedder
+        self.vault = vault
         self.ranker = Ranker(weights)
         #: Skill vectors by content hash (the embedder is fixed for this ranker).
         self.vectors: dict[str, np.ndarray] = {}
@@ -177,12 +191,24 @@ class SkillRanker:
             self._texts = {h: t for h, t in self._texts.items() if h in wanted}
 
     def _vectors(self, skills: list[SkillText]) -> np.ndarray:
-        """One row per skill; the skills without a remembered vector are embedded now."""
+        """One row per skill: remembered, else loaded from the vault, else embedded now
+        (and saved to the vault for the next process)."""
         assert self.embedder is not None
         missing = {s.content_hash: s.text for s in skills if s.content_hash not in self.vectors}
+        if missing and self.vault is not None:
+            dim = self.embedder.dim
+            for content_hash, blob in self.vault.load(list(missing)).items():
+                vector = np.frombuffer(blob, dtype=np.float32)
+                if vector.shape == (dim,):  # anything else is not this embedder's
+                    self.vectors[content_hash] = vector
+                    del missing[content_hash]
         if missing:
             rows = self.embedder.embed(list(missing.values()))
             self.embedded += len(missing)
+            fresh: dict[str, bytes] = {}
             for content_hash, row in zip(missing, rows, strict=True):
-                self.vectors[content_hash] = np.asarray(row, dtype=np.float32)
+                vector = self.vectors[content_hash] = np.asarray(row, dtype=np.float32)
+                fresh[content_hash] = vector.tobytes()
+            if self.vault is not None:
+                self.vault.save(fresh)
         return np.stack([self.vectors[skill.content_hash] for skill in skills])

@@ -72,10 +72,38 @@ class AgentRows:
 
     def finish_run(self, run_id: str, values: dict[str, Any]) -> None:
         """Store the run's outcome: every column of ``_RUN_END`` in ``values``, ``data``
-        as JSON text (the caller has made it storable, see agents/run_log.py)."""
+        as JSON text (the caller has made it storable, see agents/run_log.py), and
+        ``metadata`` (a dict, replacing the run's) when given."""
         params = tuple(values[c] for c in _RUN_END)
-        sql = _FINISH_RUN[self.dialect]
+        if "metadata" in values:
+            params += (json.dumps(values["metadata"], ensure_ascii=False),)
+            sql = _FINISH_RUN_WITH_METADATA[self.dialect]
+        else:
+            sql = _FINISH_RUN[self.dialect]
         self._write_prebuilt(lambda cursor: cursor.execute(sql, (*params, run_id)))
+
+    def recent_durations(
+        self, tenant: str, tool_names: Sequence[str], *, before: float, limit: int
+    ) -> dict[str, list[float]]:
+        """Per tool, the durations (ms) of its last ``limit`` successful calls started
+        before ``before``: the history a slow call is judged against
+        (agents/slow_calls.py). One indexed read per tool (``ix_calls_tenant_tool_started``)."""
+        found: dict[str, list[float]] = {}
+        with self._guard(), self._reader.connect() as conn:
+            for name in tool_names:
+                query = (
+                    sa.select(calls.c.duration_ms)
+                    .where(
+                        calls.c.tenant == tenant,
+                        calls.c.tool_name == name,
+                        calls.c.started_at < before,
+                        calls.c.success.is_(True),
+                    )
+                    .order_by(calls.c.started_at.desc())
+                    .limit(limit)
+                )
+                found[name] = [float(row[0]) for row in conn.execute(query)]
+        return found
 
     def renew_run_leases(self, run_ids: Sequence[str], expires_at: float) -> int:
         """Extend the leases of these runs (those still ``running``); how many were."""
@@ -432,6 +460,10 @@ _FINISH_RUN = {
     "postgresql": "UPDATE runs SET "
     + ", ".join(f"{c} = %s::jsonb" if c in _JSON_COLUMNS else f"{c} = %s" for c in _RUN_END)
     + " WHERE id = %s",
+}
+_FINISH_RUN_WITH_METADATA = {
+    "sqlite": _FINISH_RUN["sqlite"].replace(" WHERE", ", metadata = ? WHERE"),
+    "postgresql": _FINISH_RUN["postgresql"].replace(" WHERE", ", metadata = %s::jsonb WHERE"),
 }
 _INSERT_MESSAGE = {
     "sqlite": "INSERT INTO run_messages (run_id, seq, iteration, role, message, created_at)"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-HEAD = "0013_catalog_lifecycle"
+HEAD = "0014_skill_vectors"
 VERSION_TABLE = "alembic_version"
 
 

@@ -303,6 +303,19 @@ skill_tools = sa.Table(
     sa.Index("ix_skill_tools_tool", "tenant", "tool"),
 )
 
+#: Each skill's embedding by content hash and embedder (migration 0014): a new process
+#: loads these instead of embedding every skill again (selection/skills.py).
+skill_vectors = sa.Table(
+    "skill_vectors",
+    metadata,
+    sa.Column("tenant", sa.Text, primary_key=True),
+    sa.Column("embedder", sa.Text, primary_key=True),
+    sa.Column("content_hash", sa.Text, primary_key=True),
+    sa.Column("dim", sa.Integer, nullable=False),
+    sa.Column("vector", sa.LargeBinary, nullable=False),
+    sa.Column("embedded_at", sa.Float, nullable=False),
+)
+
 # -- OODA (ooda/optimize.py) --------------------------------------------------------------------
 
 #: One row per tool per analysis: the trend of its windowed figures. No foreign key: the

@@ -49,6 +49,7 @@ from .search_rows import (
     upsert_document,
 )
 from .server_rows import ServerRows
+from .skill_vector_rows import SkillVectorRows
 from .sqlite import Checkpointer
 from .tool_rows import (
     JSON_SPEC_COLUMNS,
@@ -87,6 +88,7 @@ class SQLStore(
     ProvenanceRows,
     ServerRows,
     EvidenceRows,
+    SkillVectorRows,
 ):
     """Tools, versions, the call log and the selection tables in one SQL database."""
 

@@ -54,6 +54,7 @@ SCOPES: dict[str, str] = {
     "skill_tools": "tenant = {tenant}",
     "task_evidence": "tenant = {tenant}",
     "evidence_state": "tenant = {tenant}",
+    "skill_vectors": "tenant = {tenant}",
 }
 
 TENANT_SETTING = "tooldb.tenant"
