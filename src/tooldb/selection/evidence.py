@@ -57,6 +57,10 @@ class EvidenceWeights:
     neighbours: int = 32
     merge_cosine: float = 0.95
     cap_per_tool: int = 1000
+    #: Closeness is raised to this power (2: a barely similar task counts for little).
+    closeness_power: float = 1.0
+    #: The mass at which confidence is one half.
+    prior_mass: float = 1.0
 
 
 class Learned(NamedTuple):
@@ -278,14 +282,14 @@ class EvidenceIndex:
             good, bad = self.good[near], self.bad[near]
             tools = [self.tools[row] for row in near.tolist()]
             tasks = self.tasks
-        closeness = (similarity - floor) / (1.0 - floor)
+        closeness = ((similarity - floor) / (1.0 - floor)) ** weights.closeness_power
         seen = np.maximum(good + bad, 1.0)
         mass = closeness * (1.0 + np.log(seen))  # a task seen again counts more, not linearly
         net = (good - bad) / seen
         total = float(mass.sum())
         if total <= 0:
             return {}
-        confidence = total / (total + 1.0)  # one exact match: half; many close ones: ~1
+        confidence = total / (total + weights.prior_mass)  # nothing close: 0; much: ~1
         votes: dict[str, list[int]] = {}
         for i, tool in enumerate(tools):
             votes.setdefault(tool, []).append(i)
