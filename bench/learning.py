@@ -67,6 +67,12 @@ SWEPT_FRACTIONS = (0.1, 0.5, 1.0)
 MIN_QUERIES = 180
 TEST_SHARE = 0.2
 STORED_TASKS = 100_000
+#: The near copies that top the evidence up to STORED_TASKS: a train task's vector plus
+#: this much Gaussian noise per component (cosine ~0.93 to it, like a paraphrase; written
+#: straight to the store, so none merges). 0.05 made vectors half noise (cosine ~0.7 to
+#: the task, ~0.5 to each other), unlike any real task, and an HNSW graph over
+#: near-random points is the slowest kind to walk (bench/README.md).
+NOISE = 0.02
 
 
 def split(queries: list[dict[str, Any]], max_test: int, seed: int) -> tuple[list[Any], list[Any]]:
@@ -192,8 +198,8 @@ def select_p50(
     registry: Any, train: list[Any], test: list[Any], test_vectors: np.ndarray, embedder: Any
 ) -> dict[str, float]:
     """``registry.select(task, k=5)`` p50 (task vector cached) with the evidence topped up
-    to 100,000 stored tasks: near copies of the train tasks (their vectors plus noise, so
-    none merges), written to the store in batches, then caught up (the new rows appended to
+    to 100,000 stored tasks: near copies of the train tasks (their vectors plus ``NOISE``),
+    written to the store in batches, then caught up (the new rows appended to
     the graph); and the same 100,000 searched exactly, for comparison."""
     tasks = [q["query"] for q in test[:300]]
 
@@ -218,7 +224,7 @@ def select_p50(
         batch = []
         for _ in range(min(5_000, STORED_TASKS - stored)):
             i = int(rng.integers(len(train)))
-            vector = vectors[i] + rng.normal(0, 0.05, vectors.shape[1]).astype(np.float32)
+            vector = vectors[i] + rng.normal(0, NOISE, vectors.shape[1]).astype(np.float32)
             vector /= np.linalg.norm(vector)
             batch.append({
                 "tool": str(train[i]["relevant"][0]), "task": train[i]["query"],
