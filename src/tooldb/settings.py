@@ -83,6 +83,9 @@ class Settings:
     select_evidence_neighbours: int = 32
     select_evidence_merge_cosine: float = 0.95
     select_evidence_cap: int = 1000
+    #: Past this many stored tasks a tenant's evidence is searched through an HNSW graph
+    #: (needs tooldb[ann]; candidates rescored exactly); 0 keeps it exact at any size.
+    select_evidence_ann_min: int = 5_000
     #: The OODA cycle drops evidence not seen for this long (seconds; 0 keeps it).
     evidence_max_age_s: float = 180 * 86400.0
     record_decisions: bool = True
@@ -235,7 +238,8 @@ _FRACTIONS = (
 _NOT_NEGATIVE = (
     "ooda_low_success_min_calls", "ooda_degrade_min_calls", "ooda_slow_min_calls",
     "ooda_never_used_after_s", "ooda_alternatives", "ooda_disable_min_calls", "ooda_lock_wait_s",
-    "select_ann_min_tools", "slow_call_factor", "slow_call_min_history",
+    "select_ann_min_tools", "select_evidence_ann_min", "slow_call_factor",
+    "slow_call_min_history",
 )  # fmt: skip
 
 
@@ -315,6 +319,7 @@ _ENV_KEYS = {
     "TOOLDB_RECORD_DECISIONS": "record_decisions",
     "TOOLDB_SELECT_ANN_MIN_TOOLS": "select_ann_min_tools",
     "TOOLDB_SELECT_LEARNING": "select_learning",
+    "TOOLDB_SELECT_EVIDENCE_ANN_MIN": "select_evidence_ann_min",
     "TOOLDB_MAX_PARALLEL_CALLS": "max_parallel_calls",
     "TOOLDB_MAX_PARALLEL_PER_TOOL": "max_parallel_per_tool",
     "TOOLDB_HTTP_ALLOWED_HOSTS": "http_allowed_hosts",

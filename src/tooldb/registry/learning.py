@@ -43,8 +43,9 @@ class Learning:
         if not settings.select_learning or selector.embedder is None or not selector.index.dim:
             return
         selector.evidence = EvidenceIndex(
-            self.store, self.tenant, selector.embedder.id, selector.index.dim
-        )
+            self.store, self.tenant, selector.embedder.id, selector.index.dim,
+            ann_min=settings.select_evidence_ann_min or None,
+        )  # fmt: skip
         selector.evidence_weights = EvidenceWeights(
             weight=settings.select_evidence_weight,
             min_cosine=settings.select_evidence_min_cosine,

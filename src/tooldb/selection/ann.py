@@ -49,7 +49,7 @@ class HnswIndex:
     build = f"hnsw (faiss, 8-bit, M={CONNECTIVITY}, efConstruction={EXPANSION_ADD})"
     method = f"{build[:-1]}, efSearch={EXPANSION_SEARCH})"
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, expansion_add: int = EXPANSION_ADD) -> None:
         import faiss as faiss_module
 
         faiss: Any = faiss_module  # its SWIG stubs do not type the constructors' overloads
@@ -57,7 +57,7 @@ class HnswIndex:
         index = faiss.IndexHNSWSQ(
             dim, faiss.ScalarQuantizer.QT_8bit, CONNECTIVITY, faiss.METRIC_INNER_PRODUCT
         )
-        index.hnsw.efConstruction = EXPANSION_ADD
+        index.hnsw.efConstruction = expansion_add
         self._index: Any = index
         #: Per buffer (codes, links): where it was and how big when last collapsed.
 
@@ -103,7 +103,7 @@ class HnswIndex:
         return bytes(self._faiss.serialize_index(self._index).tobytes())
 
     @classmethod
-    def from_bytes(cls, data: bytes, dim: int) -> HnswIndex:
+    def from_bytes(cls, data: bytes, dim: int) -> HnswIndex:  # efConstruction: saved
         """A graph written by ``to_bytes``; ValueError if it is not one for ``dim``."""
         graph = cls(dim)
         try:

@@ -83,19 +83,36 @@ class EvidenceRows:
             value = conn.execute(query).scalar()
         return int(value) if value is not None else 0
 
-    def evidence_rows(self, tenant: str, embedder: str) -> tuple[int, list[EvidenceRow]]:
-        """The tenant's evidence embedded by ``embedder`` with vectors, and the version
-        it is as of (one snapshot: a transaction)."""
+    def evidence_rows(
+        self, tenant: str, embedder: str, *, vectors: bool = True
+    ) -> tuple[int, list[EvidenceRow]]:
+        """The tenant's evidence embedded by ``embedder`` (with vectors unless ``vectors``
+        is False: what a catch-up compares with the rows it holds), and the version it is
+        as of (one snapshot: a transaction)."""
+        columns = [c for c in task_evidence.c if vectors or c.name != "vector"]
         query = (
-            sa.select(task_evidence)
+            sa.select(*columns)
             .where(task_evidence.c.tenant == tenant, task_evidence.c.embedder == embedder)
             .order_by(task_evidence.c.id)
         )
         version = sa.select(evidence_state.c.version).where(evidence_state.c.tenant == tenant)
         with self._guard(), self.engine.connect() as conn, conn.begin():
             found = conn.execute(version).scalar()
-            rows = [_row(row, True) for row in conn.execute(query)]
+            rows = [_row(row, vectors) for row in conn.execute(query)]
         return (int(found) if found is not None else 0), rows
+
+    def evidence_vectors(self, tenant: str, ids: Sequence[int]) -> dict[int, bytes]:
+        """The vectors of the given rows of the tenant (those still stored), by id."""
+        table = task_evidence
+        found: dict[int, bytes] = {}
+        wanted = list(ids)
+        with self._guard(), self._reader.connect() as conn:
+            for start in range(0, len(wanted), 500):
+                query = sa.select(table.c.id, table.c.vector).where(
+                    table.c.tenant == tenant, table.c.id.in_(wanted[start : start + 500])
+                )
+                found.update((int(row.id), bytes(row.vector)) for row in conn.execute(query))
+        return found
 
     def write_evidence(self, tenant: str, write: EvidenceWrite) -> tuple[int, list[int]]:
         """Apply one learning step in one transaction; returns the new version and the ids
