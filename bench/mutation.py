@@ -15,6 +15,8 @@ also listed in docs/testing.md).
     .venv/bin/python bench/mutation.py --list
     .venv/bin/python bench/mutation.py optimize --keep     # keep the scratch directory
                                                            # (then `mutmut show NAME` there)
+    .venv/bin/python bench/mutation.py --rescore DIR       # score a kept directory again
+                                                           # (after `mutmut run NAME...`)
 
 Not part of .ci/run (too slow). Run it before closing an issue that touches one of these
 modules and quote the score in the closing note.
@@ -154,6 +156,40 @@ _accept(
     "expected_success=round(expected, 7),",
 )
 
+_accept(
+    "executors/mcp_guard.py",
+    "the URL check's port only goes to getaddrinfo, whose addresses for a stream socket do "
+    "not depend on the service asked for (the SDK connects to the URL's own port)",
+    'port = parts.port and (443 if parts.scheme == "https" else 80)',
+    'port = parts.port or (443 if (parts.scheme == "https") and False else 80)',
+    'port = parts.port or (443 if (parts.scheme == "https") or True else 80)',
+    'port = parts.port or (444 if parts.scheme == "https" else 80)',
+    'port = parts.port or (443 if parts.scheme != "https" else 80)',
+    'port = parts.port or (443 if parts.scheme == "XXhttpsXX" else 80)',
+    'port = parts.port or (443 if parts.scheme == "HTTPS" else 80)',
+    'port = parts.port or (443 if parts.scheme == "https" else 81)',
+    "await self.policy.aresolve(host, None)",
+)
+_accept(
+    "executors/mcp_guard.py",
+    "the transport's own pool (which `verify` configures) is replaced by the guarded one",
+    "transport = httpx2.AsyncHTTPTransport(verify=None)  # its pool is replaced below",
+    "transport = httpx2.AsyncHTTPTransport(verify=True)  # its pool is replaced below",
+)
+_accept(
+    "executors/mcp_guard.py",
+    "httpx2.create_ssl_context() is httpcore2.default_ssl_context(), what the pool uses "
+    "when given none",
+    "ssl_context=None,",
+    "del: ssl_context=httpx2.create_ssl_context(),",
+)
+_accept(
+    "executors/mcp_guard.py",
+    "follow_redirects=False is httpx2's default (the explicit False is pinned by "
+    "test_the_guarded_client_follows_no_redirect_and_ignores_the_environment)",
+    "del: follow_redirects=False,  # the SDK follows same-origin redirects itself",
+)
+
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-x", "-q", "-k", "not postgres"]
 
 
@@ -225,9 +261,16 @@ def run_group(name: str, work: Path, children: int) -> Score:
     ran = mutmut(work, "run", "--max-children", str(children), check=False)
     if "failed to collect stats" in ran or "not checked" in mutmut(work, "results"):
         raise SystemExit(f"mutmut could not run the tests of {name}:\n{ran[-3000:]}")
-    score = Score(name, seconds=time.perf_counter() - started)
+    return collect(name, work, time.perf_counter() - started)
+
+
+def collect(name: str, work: Path, seconds: float = 0.0) -> Score:
+    """The score of a group's scratch copy, as mutmut last left it (``--rescore``: after
+    re-running chosen mutants there)."""
+    files, _ = GROUPS[name]
+    score = Score(name, seconds=seconds)
     for line in mutmut(work, "results", "--all", "true").splitlines():
-        match = re.match(r"\s*(\S+): (\S+)", line)
+        match = re.match(r"\s*(\S+): (.+?)\s*$", line)
         if not match:
             continue
         mutant, status = match.groups()
@@ -236,17 +279,23 @@ def run_group(name: str, work: Path, children: int) -> Score:
             continue
         diff = mutmut(work, "show", mutant, check=False)
         file = next((f for f in files if f"--- {f}" in diff), "?")
-        added = [
-            line[1:].strip()
-            for line in diff.splitlines()
-            if line.startswith("+") and not line.startswith("+++")
-        ]
-        why = ACCEPTED.get((file, added[0])) if len(added) == 1 else None
+        key = _mutated_line(diff)
+        why = ACCEPTED.get((file, key)) if key is not None else None
         if why is not None and status == "survived":
-            score.accepted.append((mutant, added[0], why))
+            score.accepted.append((mutant, key, why))
         else:
             score.survivors.append((f"{mutant} ({status})", file, diff))
     return score
+
+
+def _mutated_line(diff: str) -> str | None:
+    """The one line a mutant writes (stripped), or ``del: LINE`` for one it deletes."""
+    lines = diff.splitlines()
+    added = [line[1:].strip() for line in lines if line.startswith("+") and line[:3] != "+++"]
+    removed = [line[1:].strip() for line in lines if line.startswith("-") and line[:3] != "---"]
+    if len(added) == 1:
+        return added[0]
+    return f"del: {removed[0]}" if not added and len(removed) == 1 else None
 
 
 def report(scores: list[Score]) -> None:
@@ -277,6 +326,10 @@ def main() -> None:
     parser.add_argument("--children", type=int, default=2, help="mutants run in parallel")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directories")
     parser.add_argument("--json", type=Path, help="also write the scores to this file")
+    parser.add_argument(
+        "--rescore", type=Path, metavar="DIR",
+        help="score the groups kept in DIR (by --keep) as they are now, without running",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.list:
         for name, (files, tests) in GROUPS.items():
@@ -285,6 +338,10 @@ def main() -> None:
     unknown = [g for g in args.groups if g not in GROUPS]
     if unknown:
         parser.error(f"unknown groups {unknown}: choose from {sorted(GROUPS)}")
+    if args.rescore is not None:
+        kept = [g for g in args.groups or list(GROUPS) if (args.rescore / g / "mutants").is_dir()]
+        report([collect(name, args.rescore / name) for name in kept])
+        return
     scores = []
     scratch = Path(tempfile.mkdtemp(prefix="tooldb-mutation-"))
     try:
