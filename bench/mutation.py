@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -265,6 +266,8 @@ class Score:
     survivors: list[tuple[str, str, str]] = field(default_factory=list)  # name, file, diff
     accepted: list[tuple[str, str, str]] = field(default_factory=list)  # name, line, why
     seconds: float = 0.0
+    #: mutants mutmut found no test for, run on the group's tests by ``run_explicitly``
+    explicit: int = 0
 
     @property
     def killed(self) -> int:
@@ -326,7 +329,42 @@ def run_group(name: str, work: Path, children: int) -> Score:
     ran = mutmut(work, "run", "--max-children", str(children), check=False)
     if "failed to collect stats" in ran or "not checked" in mutmut(work, "results"):
         raise SystemExit(f"mutmut could not run the tests of {name}:\n{ran[-3000:]}")
+    untested = [
+        line.split(":")[0].strip()
+        for line in mutmut(work, "results").splitlines()
+        if line.rstrip().endswith(": no tests")
+    ]
+    if untested:
+        print(f"   {len(untested)} mutants with no tests: running the group's tests on each",
+              flush=True)  # fmt: skip
+        run_explicitly(work, tests, untested, children)
     return collect(name, work, time.perf_counter() - started)
+
+
+def run_explicitly(work: Path, tests: list[str], mutants: list[str], children: int) -> None:
+    """Run the group's tests on each mutant mutmut found no test for, and keep the
+    outcome in ``explicit.json`` (``collect`` reads it). mutmut picks a mutant's tests
+    by tracing which tests called the mutated function while it collected its stats; a
+    function that no traced test reached is left untested, whatever the reason (code
+    run only in a forked worker, or first reached from a cached object), so here every
+    test of the group gets the chance to catch it."""
+    mutated = work / "mutants"
+    base = {**os.environ, "PYTHONPATH": f"{mutated / 'src'}{os.pathsep}{mutated}"}
+    command = [sys.executable, "-m", "pytest", *PYTEST_ARGS, "-p", "no:randomly", *tests]
+
+    def outcome(mutant: str) -> tuple[str, str]:
+        try:
+            done = subprocess.run(
+                command, cwd=mutated, env={**base, "MUTANT_UNDER_TEST": mutant},
+                capture_output=True, timeout=900, check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return mutant, "timeout"
+        return mutant, {0: "survived", 1: "killed"}.get(done.returncode, "suspicious")
+
+    with ThreadPoolExecutor(max(1, children)) as pool:
+        found = dict(pool.map(outcome, mutants))
+    (work / "explicit.json").write_text(json.dumps(found, indent=1))
 
 
 def collect(name: str, work: Path, seconds: float = 0.0) -> Score:
@@ -334,11 +372,16 @@ def collect(name: str, work: Path, seconds: float = 0.0) -> Score:
     re-running chosen mutants there)."""
     files, _ = GROUPS[name]
     score = Score(name, seconds=seconds)
+    explicit_file = work / "explicit.json"
+    explicit = json.loads(explicit_file.read_text()) if explicit_file.exists() else {}
     for line in mutmut(work, "results", "--all", "true").splitlines():
         match = re.match(r"\s*(\S+): (.+?)\s*$", line)
         if not match:
             continue
         mutant, status = match.groups()
+        if status == "no tests" and mutant in explicit:
+            status = explicit[mutant]
+            score.explicit += 1
         score.counts[status] = score.counts.get(status, 0) + 1
         if status in ("killed", "timeout", "skipped"):
             continue
@@ -371,6 +414,10 @@ def report(scores: list[Score]) -> None:
             f"| {s.group} | {s.total} | {s.killed} | {len(s.accepted)} | {len(s.survivors)} "
             f"| {s.percent:.1f}% | {s.seconds / 60:.1f} min |"
         )
+    for s in scores:
+        if s.explicit:
+            print(f"\n{s.group}: {s.explicit} mutants mutmut found no test for were run on "
+                  "the group's tests explicitly (counted above)")  # fmt: skip
     for s in scores:
         if not s.survivors:
             continue
