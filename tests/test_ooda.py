@@ -3,6 +3,7 @@ reading the refreshed figures."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -572,3 +573,66 @@ def test_alternatives_skip_the_tool_itself_and_failing_tools_but_not_those_after
     log_calls(none, "flaky_api", pattern(250, 75), **span)
     found = none.ooda(dry_run=True, now=now).findings
     assert found and all(f.alternatives == [] for f in found)
+
+
+def _window(durations_ms: list[float], successes: int) -> Any:
+    from tooldb.stores.ooda_rows import WindowCounts
+
+    logs = [math.log1p(ms) for ms in durations_ms]
+    return WindowCounts(
+        calls=len(durations_ms), successes=successes, duration_ms=sum(durations_ms),
+        log_sum=sum(logs), log_squares=sum(x * x for x in logs),
+    )  # fmt: skip
+
+
+def _scan(name: str, before: Any, now: Any) -> Any:
+    from tooldb.stores.ooda_rows import ToolScan
+
+    return ToolScan(
+        id=1, name=name, category="c", description="d", enabled=True, created_at=0.0,
+        updated_at=0.0, usage_count=before.calls + now.calls, success_count=0,
+        total_duration_ms=0.0, now=now, before=before, p50_ms=None, p95_ms=None,
+    )  # fmt: skip
+
+
+def test_degrading_findings_carry_their_whole_evidence() -> None:
+    """Promise (docs/ooda.md): a degrading finding says what it rests on: both windows'
+    counts and rates, the typical latencies, the test, its statistic, raw and
+    Holm-adjusted p-values, alpha, the threshold and the minimum calls; a p-value below
+    double precision reads p<1e-300."""
+    from tooldb.ooda.hypothesise import Hypothesiser, Thresholds
+    from tooldb.stores.ooda_rows import CallLogScan
+
+    settings = Settings(embedder="hash")
+    limits = Thresholds.from_settings(settings)
+    falls = _scan("falls", _window([10.0] * 40, 38), _window([10.0] * 40, 0))
+    slows = _scan("slows", _window([9.0] * 30, 30), _window([99.0] * 30, 30))
+    scan = CallLogScan(tools=[falls, slows], future_calls=0, latest_future=None, orphan_calls=0)
+    found = Hypothesiser(limits, end=1000.0, alternatives=lambda tool, every: []).findings(scan)
+    success = next(f for f in found if f.tool == "falls" and f.kind.value == "degrading")
+    e = success.evidence
+    assert success.summary.startswith("success fell from 95% (40 calls) to 0% (40 calls); ")
+    assert (e.metric, e.previous_calls, e.previous_successes, e.previous_success_rate) == (
+        "success",
+        40,
+        38,
+        0.95,
+    )
+    assert (e.test, e.alpha, e.threshold, e.min_calls) == ("fisher_exact_one_sided", 0.01, 0.05, 20)
+    assert e.p_value is not None and e.p_adjusted is not None and e.p_value < e.p_adjusted < 0.01
+    latency = next(f for f in found if f.tool == "slows")
+    e = latency.evidence
+    assert latency.summary == (
+        "typical latency rose 10.00x, from 9 ms to 99 ms; Welch t on log ms p<1e-300 after Holm"
+    )
+    assert (e.metric, e.previous_calls, e.previous_successes, e.previous_success_rate) == (
+        "latency",
+        30,
+        30,
+        1.0,
+    )
+    assert e.typical_ms == pytest.approx(99.0) and e.previous_typical_ms == pytest.approx(9.0)
+    assert e.test == "welch_t_log_ms_one_sided" and e.statistic is not None
+    assert e.statistic > 1e3 and e.p_value is not None and e.p_adjusted is not None
+    assert e.p_value < 1e-300 and e.p_adjusted < 1e-300
+    assert (e.alpha, e.threshold, e.min_calls) == (0.01, 1.25, 20)
