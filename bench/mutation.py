@@ -256,6 +256,60 @@ _accept(
     'return _OK if (arg2 or "XXXX").lower() in _ON else _DENY',
 )
 
+_accept(
+    "ooda/significance.py",
+    "a stopping rule's boundary: a term exactly 1e-17 of the running sum changes nothing",
+    "if value <= _NEGLIGIBLE * total:",
+)
+_accept(
+    "ooda/significance.py",
+    "the branches agree where the mutant moves the boundary: t = 0 gives a tail of 0.5 "
+    "either way, and the first line is reached only for an infinite t",
+    "return 0.0 if t >= 0 else 1.0",
+    "return 0.0 if t > 1 else 1.0",
+    "return tail if t >= 0 else 1.0 - tail",
+)
+_accept(
+    "ooda/significance.py",
+    "accepted, not a promise: the switch picks the faster-converging of two exact forms "
+    "(I_x(a, b) or 1 - I_1-x(b, a)); the other converges to the same value within the "
+    "iteration cap, and the tail tests pin the values to 1e-9",
+    "if x <= (a + 1.0) / (a + b + 2.0):",
+    "if x < (a + 1.0) * (a + b + 2.0):",
+    "if x < (a - 1.0) / (a + b + 2.0):",
+    "if x < (a + 2.0) / (a + b + 2.0):",
+    "if x < (a + 1.0) / (a + b - 2.0):",
+    "if x < (a + 1.0) / (a - b + 2.0):",
+    "if x < (a + 1.0) / (a + b + 3.0):",
+)
+_accept(
+    "ooda/significance.py",
+    "Lentz's guard against an exactly zero denominator (no finite argument the tests or "
+    "OODA give makes one; at exactly 1e-300 both choices divide by 1e-300), and the "
+    "convergence stop, which only saves iterations: once converged each further factor "
+    "is 1 to double precision",
+    "d = 1.0 / (d if (abs(d) > tiny) or True else tiny)",
+    "d = 1.0 / (d if abs(d) >= tiny else tiny)",
+    "c = c if (abs(c) > tiny) or True else tiny",
+    "c = c if abs(c) >= tiny else tiny",
+    "for m in range(1, 10001):",
+    "if abs(c * d + 1.0) < 1e-15:",
+    "if abs(c / d - 1.0) < 1e-15:",
+    "if abs(c * d - 2.0) < 1e-15:",
+    "if abs(c * d - 1.0) <= 1e-15:",
+)
+_accept(
+    "ooda/hypothesise.py",
+    "a success finding needs a drop of at least degrade_min_drop from the earlier rate, "
+    "so that rate is never 0 (nor None: both windows need degrade_min_calls)",
+    "before_rate, now_rate = rate(tool.before) or 1.0, rate(tool.now) or 0.0",
+)
+_accept(
+    "ooda/hypothesise.py",
+    "a p-value of exactly 1e-300 reads p=1e-300 either way",
+    'return f"p={value:.2g}" if value > 1e-300 else "p<1e-300"',
+)
+
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-x", "-q", "-k", "not postgres"]
 
 
