@@ -306,7 +306,7 @@ _accept(
 )
 _accept(
     "ooda/hypothesise.py",
-    "a p-value of exactly 1e-300 reads p=1e-300 either way",
+    "accepted: only a p-value of exactly 1e-300 reads differently (p<1e-300 for p=1e-300)",
     'return f"p={value:.2g}" if value > 1e-300 else "p<1e-300"',
 )
 
