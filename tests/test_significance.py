@@ -155,3 +155,8 @@ def test_the_tails_refuse_impossible_arguments_and_take_infinite_t() -> None:
     for x in (1.5, -0.1):
         with pytest.raises(ValueError, match=rf"^x must be in \[0, 1\], got {x}$"):
             regularized_beta(x, 1.0, 1.0)
+
+
+def test_fisher_says_why_a_table_is_impossible() -> None:
+    with pytest.raises(ValueError, match=r"^failures cannot exceed calls$"):
+        fisher_greater(3, 2, 0, 5)
