@@ -4,6 +4,7 @@ reading the refreshed figures."""
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -648,7 +649,7 @@ def test_findings_at_their_boundaries_and_who_gets_alternatives() -> None:
     from tooldb.stores.ooda_rows import CallLogScan, ToolScan
 
     limits = Thresholds(
-        window_s=100.0, low_success_rate=0.5, low_success_min_calls=4, alpha=0.1,
+        window_s=100.0, low_success_rate=0.5, low_success_min_calls=4, alpha=0.5,
         degrade_min_calls=20, degrade_min_drop=0.25, latency_degrade_ratio=2.0,
         slow_p95_ms=100.0, slow_min_calls=3, never_used_after_s=50.0, alternatives=3,
         alternative_min_relevance=0.1, prior_calls=2.0, prior_success=0.8,
@@ -675,6 +676,7 @@ def test_findings_at_their_boundaries_and_who_gets_alternatives() -> None:
         tool("l_used_long_ago", _window([], 0), usage_count=5),
         tool("m_disabled", _window([], 0), usage_count=0, enabled=False),
         tool("n_new", _window([], 0), created_at=end - 49.0, usage_count=0),
+        tool("o_slower", _window([99.0] * 30, 30), _window([9.0] * 30, 30)),
     ]
     scan = CallLogScan(tools=tools, future_calls=0, latest_future=None, orphan_calls=0)
     asked: list[str] = []
@@ -689,9 +691,15 @@ def test_findings_at_their_boundaries_and_who_gets_alternatives() -> None:
         ("f_low", "low_success"),
         ("h_slow", "slow"),
         ("j_unused", "never_used"),
+        ("o_slower", "degrading"),
     ]
-    assert sorted(asked) == ["b_at_drop", "f_low"]
+    assert sorted(asked) == ["b_at_drop", "f_low"]  # not o_slower: slower is not failing
     by_tool = {f.tool: f for f in found}
+    assert re.fullmatch(
+        r"success fell from 100% \(20 calls\) to 75% \(20 calls\); "
+        r"Fisher exact p=0\.12 after Holm",
+        by_tool["b_at_drop"].summary,
+    ), by_tool["b_at_drop"].summary
     low = by_tool["f_low"].evidence
     assert (low.success_rate, low.avg_ms, low.p95_ms, low.threshold, low.min_calls) == (
         0.2,
