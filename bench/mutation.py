@@ -74,7 +74,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
     "optimize": (["src/tooldb/ooda/optimize.py"], ["tests/test_ooda.py"]),
     "limits": (
         ["src/tooldb/agents/limits.py", "src/tooldb/agents/loop.py"],
-        ["tests/test_agent_loop.py"],
+        ["tests/test_agent_loop.py", "tests/test_skills.py"],  # skills: the access check
     ),
     # boundaries added by issue 20 (hardening) and issue 28
     "sql_tenancy": (
