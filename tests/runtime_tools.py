@@ -26,3 +26,14 @@ def note_thought(
 def needs_a_run(run_id: Annotated[str, Runtime("run_id")]) -> str:
     """Only meaningful inside an agent run."""
     return run_id
+
+
+@tool
+def where_am_i(
+    run_id: Annotated[str | None, Runtime("run_id")] = None,
+    agent: Annotated[str | None, Runtime("agent")] = None,
+    iteration: Annotated[int | None, Runtime("iteration")] = None,
+    parent_run_id: Annotated[str | None, Runtime("parent_run_id")] = None,
+) -> dict[str, object]:
+    """Where this call stands: its run, agent, iteration and parent run."""
+    return {"run_id": run_id, "agent": agent, "iteration": iteration, "parent": parent_run_id}

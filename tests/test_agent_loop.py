@@ -509,3 +509,21 @@ def test_a_limit_reached_on_a_turn_with_text_and_calls_returns_the_text(reg: Reg
     result = AgentLoop(reg, model, tools=["add"], limits=Limits(max_tool_calls=3)).run("add")
     assert result.review_reason == "reached the limit of 3 tool calls"
     assert result.output == "So far: 1 + 2 = 3."
+
+
+@pytest.mark.parametrize("per_turn", [1, 2])
+def test_the_tool_call_limit_counts_the_whole_run(reg: Registry, per_turn: int) -> None:
+    """Promise (agents/limits.py): ``max_tool_calls`` is a budget for the whole run,
+    whether the calls come one per turn or several: exactly that many run, the rest are
+    refused with why, and the run ends partial."""
+    turn = [call("add", {"a": 1, "b": 2})] * per_turn
+    model = ScriptedModel([turn] * 6 + ["done"])
+    result = AgentLoop(reg, model, tools=["add"], limits=Limits(max_tool_calls=3)).run("add")
+    assert result.status is RunStatus.PARTIAL
+    assert result.review_reason == "reached the limit of 3 tool calls"
+    ran = [use for use in result.tool_calls if use.success]
+    refused = [use for use in result.tool_calls if not use.success]
+    assert len(ran) == 3 and len(reg.calls(run_id=result.run_id)) == 3
+    assert refused and all(
+        use.error == "not run: this run's limit of 3 tool calls is reached" for use in refused
+    )

@@ -3,6 +3,8 @@ reading the refreshed figures."""
 
 from __future__ import annotations
 
+import math
+import re
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -572,3 +574,142 @@ def test_alternatives_skip_the_tool_itself_and_failing_tools_but_not_those_after
     log_calls(none, "flaky_api", pattern(250, 75), **span)
     found = none.ooda(dry_run=True, now=now).findings
     assert found and all(f.alternatives == [] for f in found)
+
+
+def _window(durations_ms: list[float], successes: int) -> Any:
+    from tooldb.stores.ooda_rows import WindowCounts
+
+    logs = [math.log1p(ms) for ms in durations_ms]
+    return WindowCounts(
+        calls=len(durations_ms), successes=successes, duration_ms=sum(durations_ms),
+        log_sum=sum(logs), log_squares=sum(x * x for x in logs),
+    )  # fmt: skip
+
+
+def _scan(name: str, before: Any, now: Any) -> Any:
+    from tooldb.stores.ooda_rows import ToolScan
+
+    return ToolScan(
+        id=1, name=name, category="c", description="d", enabled=True, created_at=0.0,
+        updated_at=0.0, usage_count=before.calls + now.calls, success_count=0,
+        total_duration_ms=0.0, now=now, before=before, p50_ms=None, p95_ms=None,
+    )  # fmt: skip
+
+
+def test_degrading_findings_carry_their_whole_evidence() -> None:
+    """Promise (docs/ooda.md): a degrading finding says what it rests on: both windows'
+    counts and rates, the typical latencies, the test, its statistic, raw and
+    Holm-adjusted p-values, alpha, the threshold and the minimum calls; a p-value below
+    double precision reads p<1e-300."""
+    from tooldb.ooda.hypothesise import Hypothesiser, Thresholds
+    from tooldb.stores.ooda_rows import CallLogScan
+
+    settings = Settings(embedder="hash")
+    limits = Thresholds.from_settings(settings)
+    falls = _scan("falls", _window([10.0] * 40, 38), _window([10.0] * 40, 0))
+    slows = _scan("slows", _window([9.0] * 30, 30), _window([99.0] * 30, 30))
+    scan = CallLogScan(tools=[falls, slows], future_calls=0, latest_future=None, orphan_calls=0)
+    found = Hypothesiser(limits, end=1000.0, alternatives=lambda tool, every: []).findings(scan)
+    success = next(f for f in found if f.tool == "falls" and f.kind.value == "degrading")
+    e = success.evidence
+    assert success.summary.startswith("success fell from 95% (40 calls) to 0% (40 calls); ")
+    assert (e.metric, e.previous_calls, e.previous_successes, e.previous_success_rate) == (
+        "success",
+        40,
+        38,
+        0.95,
+    )
+    assert (e.test, e.alpha, e.threshold, e.min_calls) == ("fisher_exact_one_sided", 0.01, 0.05, 20)
+    assert e.p_value is not None and e.p_adjusted is not None and e.p_value < e.p_adjusted < 0.01
+    latency = next(f for f in found if f.tool == "slows")
+    e = latency.evidence
+    assert latency.summary == (
+        "typical latency rose 10.00x, from 9 ms to 99 ms; Welch t on log ms p<1e-300 after Holm"
+    )
+    assert (e.metric, e.previous_calls, e.previous_successes, e.previous_success_rate) == (
+        "latency",
+        30,
+        30,
+        1.0,
+    )
+    assert e.typical_ms == pytest.approx(99.0) and e.previous_typical_ms == pytest.approx(9.0)
+    assert e.test == "welch_t_log_ms_one_sided" and e.statistic is not None
+    assert e.statistic > 1e3 and e.p_value is not None and e.p_adjusted is not None
+    assert e.p_value < 1e-300 and e.p_adjusted < 1e-300
+    assert (e.alpha, e.threshold, e.min_calls) == (0.01, 1.25, 20)
+
+
+def test_findings_at_their_boundaries_and_who_gets_alternatives() -> None:
+    """Promise (docs/ooda.md): each finding fires strictly past its setting (a rate at
+    the threshold is not low, a p95 at the budget is not slow, a drop or a call count at
+    the minimum counts), a never-used tool is one with no call ever, enabled, older than
+    the setting; only failing tools (low success, success degrading) get alternatives;
+    a significant but small change is no finding."""
+    from tooldb.ooda.hypothesise import Hypothesiser, Thresholds
+    from tooldb.stores.ooda_rows import CallLogScan, ToolScan
+
+    limits = Thresholds(
+        window_s=100.0, low_success_rate=0.5, low_success_min_calls=4, alpha=0.5,
+        degrade_min_calls=20, degrade_min_drop=0.25, latency_degrade_ratio=2.0,
+        slow_p95_ms=100.0, slow_min_calls=3, never_used_after_s=50.0, alternatives=3,
+        alternative_min_relevance=0.1, prior_calls=2.0, prior_success=0.8,
+    )  # fmt: skip
+    end = 1000.0
+
+    def tool(name: str, now: Any, before: Any = None, **changes: Any) -> ToolScan:
+        scan = _scan(name, before or _window([], 0), now)
+        fields = {"created_at": 0.0, "p95_ms": None, **changes}
+        return ToolScan(**{**scan.__dict__, **fields})
+
+    tools = [
+        tool("a_few", _window([5.0] * 19, 19), _window([50.0] * 19, 19)),  # under min calls
+        tool("b_at_drop", _window([5.0] * 20, 15), _window([5.0] * 20, 20)),  # drop 0.25
+        tool("c_small_drop", _window([5.0] * 400, 380), _window([5.0] * 400, 400)),
+        tool("d_bit_slower", _window([10.0] * 30, 30), _window([9.0] * 30, 30)),
+        tool("e_half", _window([5.0] * 10, 5)),  # rate at the threshold
+        tool("f_low", _window([10.0, 20.0, 30.0, 40.0, 50.0], 1), p95_ms=30.0),
+        tool("g_budget", _window([1.0] * 3, 3), p95_ms=100.0),  # p95 at the budget
+        tool("h_slow", _window([1.0] * 3, 3), p95_ms=100.5),  # 3 calls: the minimum
+        tool("i_two", _window([1.0] * 2, 2), p95_ms=500.0),  # under slow_min_calls
+        tool("j_unused", _window([], 0), created_at=end - 50.0, usage_count=0),
+        tool("k_used_before", _window([], 0), _window([1.0] * 3, 3), usage_count=0),
+        tool("l_used_long_ago", _window([], 0), usage_count=5),
+        tool("m_disabled", _window([], 0), usage_count=0, enabled=False),
+        tool("n_new", _window([], 0), created_at=end - 49.0, usage_count=0),
+        tool("o_slower", _window([99.0] * 30, 30), _window([9.0] * 30, 30)),
+    ]
+    scan = CallLogScan(tools=tools, future_calls=0, latest_future=None, orphan_calls=0)
+    asked: list[str] = []
+
+    def alternatives(failing: ToolScan, every: dict[str, ToolScan]) -> list[Any]:
+        asked.append(failing.name)
+        return []
+
+    found = Hypothesiser(limits, end, alternatives).findings(scan)
+    assert sorted((f.tool, f.kind.value) for f in found) == [
+        ("b_at_drop", "degrading"),
+        ("f_low", "low_success"),
+        ("h_slow", "slow"),
+        ("j_unused", "never_used"),
+        ("o_slower", "degrading"),
+    ]
+    assert sorted(asked) == ["b_at_drop", "f_low"]  # not o_slower: slower is not failing
+    by_tool = {f.tool: f for f in found}
+    assert re.fullmatch(
+        r"success fell from 100% \(20 calls\) to 75% \(20 calls\); "
+        r"Fisher exact p=0\.12 after Holm",
+        by_tool["b_at_drop"].summary,
+    ), by_tool["b_at_drop"].summary
+    low = by_tool["f_low"].evidence
+    assert (low.success_rate, low.avg_ms, low.p95_ms, low.threshold, low.min_calls) == (
+        0.2,
+        30.0,
+        30.0,
+        0.5,
+        4,
+    )
+    slow = by_tool["h_slow"].evidence
+    assert (slow.threshold, slow.min_calls, slow.avg_ms) == (100.0, 3, 1.0)
+    unused = by_tool["j_unused"]
+    assert unused.summary == "never called since it was registered on 1970-01-01"
+    assert unused.evidence.registered_at == end - 50.0 and unused.evidence.avg_ms is None

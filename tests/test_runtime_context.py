@@ -5,13 +5,16 @@ loop, the router, the MCP server; recorded with the call."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
-from tooldb import ArgumentError, DefinitionError, Registry, Runtime, use_session
+from tooldb import ArgumentError, DefinitionError, LoopContext, Registry, Runtime, use_session
 from tooldb.agents import AgentLoop
-from tooldb.binding.runtime import visible_schema
+from tooldb.binding.binder import Binder
+from tooldb.binding.runtime import runtime_parameters, visible_schema
+from tooldb.context import use_context
 from tooldb.mcp.server import RegistryTools
 from tooldb.models import FunctionModel, Message, ScriptedModel, ToolChoice, ToolSchema, call
 
@@ -116,3 +119,59 @@ def test_any_kind_of_tool_may_declare_them_and_bad_fields_are_refused(reg: Regis
     with pytest.raises(DefinitionError, match="the runtime fills run_id"):
         Runtime("password")
     assert ScriptedModel  # the module's test models are used above
+
+
+def test_a_runs_context_wins_over_the_callers_run_id(reg: Registry) -> None:
+    """Promise: inside an agent run, every field comes from its LoopContext (the run,
+    the agent, the iteration, the parent run), whatever the caller or model sent."""
+    inside = LoopContext(
+        run_id="run-7", iteration=3, agent="planner", parent_run_id="run-1", is_subagent=True
+    )
+    sent = {"run_id": "forged", "agent": "forged", "iteration": 99, "parent_run_id": "forged"}
+    with use_context(inside):
+        result = reg.call("where_am_i", sent, run_id="the-callers-run")
+    assert result.success, result.error
+    assert result.data == {"run_id": "run-7", "agent": "planner", "iteration": 3,
+                           "parent": "run-1"}  # fmt: skip
+
+
+def test_outside_a_run_what_was_sent_for_a_run_only_field_is_dropped(reg: Registry) -> None:
+    """Promise: a model or user never sets a runtime parameter; outside a run the
+    run-only fields have no value, so what was sent is removed, not passed on."""
+    sent = {"agent": "forged", "iteration": 5, "parent_run_id": "forged"}
+    result = reg.call("where_am_i", sent, run_id="batch-9")
+    assert result.success, result.error
+    assert result.data == {"run_id": "batch-9", "agent": None, "iteration": None,
+                           "parent": None}  # fmt: skip
+    first = reg.call("note_thought", {"thought": "a"}).data["session"]
+    second = reg.call("note_thought", {"thought": "b"}).data["session"]
+    assert re.fullmatch(r"call-[0-9a-f]{12}", first) and first != second
+
+
+def test_the_errors_name_the_fields_and_why_there_is_no_value() -> None:
+    """Promise: a clear error for an unknown field (listing the ones that exist) and
+    for a required parameter with no value (outside a run, or none set)."""
+    fields = "run_id, session_id, tenant, agent, iteration, parent_run_id"
+    with pytest.raises(DefinitionError, match=re.escape(f"the runtime fills {fields}") + "$"):
+        Runtime("password")
+    bad = {"properties": {"p": {"x-tooldb-context": "password"}}}
+    with pytest.raises(DefinitionError, match=re.escape(f"one of {fields}, got 'password'")):
+        runtime_parameters(bad)
+    assert visible_schema({"type": "object"}) == {"type": "object"}  # no properties at all
+    schema = {
+        "type": "object",
+        "properties": {
+            "tenant": {"type": "string", "x-tooldb-context": "tenant"},
+            "run": {"type": "string", "x-tooldb-context": "run_id"},
+        },
+        "required": ["tenant"],
+    }
+    with pytest.raises(ArgumentError) as no_tenant:
+        Binder("t", schema).bind({})
+    assert str(no_tenant.value).endswith("(x-tooldb-context: tenant), and none is set")
+    schema["required"] = ["run"]
+    with pytest.raises(ArgumentError) as no_run:
+        Binder("t", schema).bind({}, tenant="acme")
+    assert str(no_run.value).endswith(
+        "(x-tooldb-context: run_id), and this call is not part of a run"
+    )

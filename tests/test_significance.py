@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from tooldb.ooda.significance import (
     Moments,
+    WelchResult,
     fisher_greater,
     holm,
     regularized_beta,
@@ -116,3 +117,46 @@ def test_holm_adjusts_step_down_and_keeps_order() -> None:
     assert holm([]) == []
     assert holm([0.2, 0.3]) == pytest.approx([0.4, 0.4])
     assert holm([0.9, 0.8]) == [1.0, 1.0]
+
+
+def test_welch_from_two_values_per_window_is_a_real_test() -> None:
+    """Promise: two calls per window are enough for Welch's test (variance needs two);
+    equal but non-zero variances are tested, not taken as constant samples."""
+    result = welch_greater(Moments(2, 8.0, 34.0), Moments(2, 4.0, 10.0))  # 3 5 vs 1 3
+    # t = 2 / sqrt(1 + 1), df = 2: P(T > sqrt 2) = (1 - sqrt(2) / 2) / 2 for 2 df
+    assert result.t == pytest.approx(math.sqrt(2.0), rel=1e-12)
+    assert result.df == pytest.approx(2.0, rel=1e-12)
+    assert result.p_value == pytest.approx((1.0 - math.sqrt(2.0) / 2.0) / 2.0, rel=1e-9)
+    assert (
+        welch_greater(Moments(3, 9.0, 29.0), Moments(3, 3.0, 5.0)).p_value < 0.05
+    )  # 2 3 4 vs 0 1 2
+
+
+def test_welch_degenerate_results_are_exact() -> None:
+    """Promise: too few calls give no evidence (t 0, df 0, p 1); two constant samples are
+    equal (p 1) or certainly different (p 0, t infinite), with n + m - 2 degrees."""
+    assert welch_greater(Moments(1, 5.0, 25.0), Moments(10, 10.0, 10.0)) == WelchResult(
+        0.0, 0.0, 1.0
+    )
+    assert welch_greater(Moments(10, 10.0, 10.0), Moments(1, 5.0, 25.0)) == WelchResult(
+        0.0, 0.0, 1.0
+    )
+    low, high = Moments(4, 4.0, 4.0), Moments(3, 6.0, 12.0)
+    assert welch_greater(high, low) == WelchResult(math.inf, 5.0, 0.0)
+    assert welch_greater(low, high) == WelchResult(-math.inf, 5.0, 1.0)
+    assert welch_greater(low, low) == WelchResult(0.0, 6.0, 1.0)
+
+
+def test_the_tails_refuse_impossible_arguments_and_take_infinite_t() -> None:
+    assert student_t_sf(math.inf, 3.0) == 0.0 and student_t_sf(-math.inf, 3.0) == 1.0
+    for df in (0.0, -1.0):
+        with pytest.raises(ValueError, match=f"^degrees of freedom must be positive, got {df}$"):
+            student_t_sf(1.0, df)
+    for x in (1.5, -0.1):
+        with pytest.raises(ValueError, match=rf"^x must be in \[0, 1\], got {x}$"):
+            regularized_beta(x, 1.0, 1.0)
+
+
+def test_fisher_says_why_a_table_is_impossible() -> None:
+    with pytest.raises(ValueError, match=r"^failures cannot exceed calls$"):
+        fisher_greater(3, 2, 0, 5)

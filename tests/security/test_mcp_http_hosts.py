@@ -104,3 +104,54 @@ def test_a_listed_host_is_connected_to(sqlite_url: str, listener: Listener) -> N
             registry.add_mcp("local", url=f"http://127.0.0.1:{listener.port}/mcp")
         assert "not allowed" not in str(failure.value)
     assert listener.accepted >= 1
+
+
+def test_a_url_without_a_host_or_with_a_bad_port_is_refused_clearly() -> None:
+    """Promise: the guard's URL check gives a clear error for a URL with no host (tooldb's
+    own configuration refuses one earlier; the guard holds for any caller) or a port
+    out of range."""
+    import asyncio
+
+    from tooldb.errors import ExecutionError
+    from tooldb.executors.mcp_guard import McpHostGuard
+
+    guard = McpHostGuard(["public"])
+    with pytest.raises(ExecutionError, match=r"^MCP server URL 'http:///mcp' has no host$"):
+        asyncio.run(guard.check("http:///mcp"))
+    with pytest.raises(
+        ExecutionError, match=r"^MCP server URL 'http://a\.example:99999/mcp': Port out of range"
+    ):
+        asyncio.run(guard.check("http://a.example:99999/mcp"))
+
+
+def test_the_guarded_client_follows_no_redirect_and_ignores_the_environment() -> None:
+    """Promise (executors/mcp_guard.py): the SDK follows same-origin redirects itself, the
+    client ignores proxy settings from the environment, and the SDK's own timeouts hold
+    (30 s to connect and write, 300 s to read)."""
+    from tooldb.executors.mcp_guard import McpHostGuard
+
+    client = McpHostGuard(["127.0.0.1"]).client()
+    assert client.follow_redirects is False and client.trust_env is False
+    timeout = client.timeout
+    assert (timeout.connect, timeout.write, timeout.read) == (30.0, 30.0, 300.0)
+
+
+def test_an_httpx2_whose_pool_cannot_be_replaced_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Promise: the guard replaces the transport's pool; an httpx2 without one (another
+    version) is refused rather than run unguarded. The other version is the one edge
+    that cannot be reached for real, so the transport is replaced here."""
+    import httpx2
+
+    from tooldb.executors.mcp_guard import McpHostGuard
+
+    class PoolLess:
+        def __init__(self, **_: object) -> None:
+            pass
+
+    monkeypatch.setattr(httpx2, "AsyncHTTPTransport", PoolLess)
+    with pytest.raises(
+        RuntimeError, match=r"^this httpx2 version is not supported by tooldb's host guard$"
+    ):
+        McpHostGuard(["127.0.0.1"]).client()

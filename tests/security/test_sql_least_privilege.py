@@ -162,3 +162,163 @@ def test_repeated_calls_survive_the_session_reset(pg: Registry) -> None:
     pg.add(sql("one", "SELECT count(*) FROM tools WHERE name = :n", "scalar",
                parameters={"n": "string"}))  # fmt: skip
     assert [pg.call("one", {"n": "one"}).data for _ in range(12)] == [1] * 12
+
+
+def test_a_sqlite_data_connection_reads_but_never_attaches(lite: Registry, tmp_path: Path) -> None:
+    """Promise (executors/sql_tenancy.py): every other SQLite connection refuses ATTACH
+    and DETACH only; its ordinary statements run."""
+    lite.add(sql("items", "SELECT count(*) FROM items", "scalar", metadata={"connection": "data"}))
+    assert lite.call("items").data == 0
+    lite.add(sql("detach", "DETACH DATABASE main", "none", metadata={"connection": "data"}))
+    assert "not authorized" in (lite.call("detach").error or "")
+
+
+@pytest.mark.parametrize(
+    ("statement", "allowed"),
+    [
+        ("SELECT count(*) FROM json_each('[1, 2, 3]')", True),
+        ("SELECT count(*) FROM json_tree('{\"a\": [1]}')", True),
+        ("PRAGMA query_only = ON", True),
+        ("PRAGMA query_only = OFF", False),
+        ("PRAGMA cache_size = 1", False),
+        ("PRAGMA foreign_keys = 1", False),
+    ],
+)
+def test_the_registry_connection_allows_table_functions_and_query_only_alone(
+    lite: Registry, statement: str, allowed: bool
+) -> None:
+    """Promise: a statement over the registry may read the tenant views, json_each and
+    json_tree, and set ``query_only=ON``; any other pragma is refused."""
+    returns = "scalar" if statement.startswith("SELECT") else "none"
+    lite.add(sql("probe", statement, returns))
+    result = lite.call("probe")
+    assert result.success is allowed, result.error
+    if not allowed:
+        assert "not authorized" in (result.error or "")
+
+
+def test_the_sql_role_url_drops_the_owners_name_and_password() -> None:
+    """Promise: SQL tools over a PostgreSQL registry connect as ``tooldb_sql`` with no
+    password (trust or a client certificate), unless ``registry_sql_url`` says where."""
+    from tooldb.executors.sql_tenancy import role_url
+
+    owner = "postgresql+psycopg://owner:s3cret@db.example:5433/reg?sslmode=require"
+    assert (
+        role_url(owner, None)
+        == "postgresql+psycopg://tooldb_sql@db.example:5433/reg?sslmode=require"
+    )
+    assert role_url(owner, "postgresql://elsewhere/db") == "postgresql://elsewhere/db"
+
+
+def test_an_empty_secret_table_says_to_run_init(sqlite_url: str) -> None:
+    from tooldb.stores.tenant_scope import read_secret
+
+    engine = sa.create_engine(sqlite_url)
+    try:
+        tooldb.open(sqlite_url, settings=Settings(url=sqlite_url, embedder="hash")).close()
+        with engine.connect() as conn, pytest.raises(LookupError) as missing:
+            read_secret(conn)
+    finally:
+        engine.dispose()
+    assert str(missing.value) == "the registry has no sql_tenant_key secret: run `tooldb init`"
+
+
+@pytest.fixture
+def login_role(postgres_url: str) -> Iterator[Any]:
+    """Makes LOGIN roles for one test (cluster-wide objects: dropped afterwards)."""
+    made: list[str] = []
+    admin = psycopg.connect(postgres_url, autocommit=True)
+
+    def make(options: str, *member_of: str) -> str:
+        name = f"tooldb_mut_{uuid.uuid4().hex[:10]}"
+        admin.execute(f"CREATE ROLE {name} LOGIN {options}")
+        made.append(name)
+        for role in member_of:
+            admin.execute(f"GRANT {role} TO {name}")
+        return (
+            sa.make_url(postgres_url)
+            .set(username=name, password=None)
+            .render_as_string(hide_password=False)
+        )
+
+    yield make
+    for name in made:
+        admin.execute(f"DROP OWNED BY {name}")
+        admin.execute(f"DROP ROLE {name}")
+    admin.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "member_of", "why"),
+    [
+        ("BYPASSRLS", (), "it can read past row-level security (a superuser, BYPASSRLS, "
+                          "the tables' owner, or a registry not upgraded by `tooldb init`)"),
+        ("", ("pg_read_server_files",), "it may run programs or read or write the server's files"),
+        ("", ("pg_execute_server_program",),
+         "it may run programs or read or write the server's files"),
+    ],
+)  # fmt: skip
+def test_a_role_that_bypasses_rls_or_reaches_files_is_refused_with_why(
+    postgres_url: str, login_role: Any, options: str, member_of: tuple[str, ...], why: str
+) -> None:
+    """Promise: SQL tools over a PostgreSQL registry fail closed, saying why, on a role
+    that is not subject to row-level security or that holds a server-file role, even
+    when it is not a superuser (the existing test covers the superuser)."""
+    role = login_role(options, *member_of)
+    name = sa.make_url(role).username
+    settings = Settings(url=postgres_url, embedder="hash", registry_sql_url=role)
+    with tooldb.open(postgres_url, settings=settings) as registry:
+        registry.add(sql("n", "SELECT count(*) FROM calls", "scalar"))
+        result = registry.call("n")
+    assert not result.success
+    assert f"refuse to run as role {name!r}: {why}; they run as tooldb_sql" in (
+        result.error or ""
+    ), result.error
+
+
+def test_grant_creates_a_least_privileged_role_or_says_why_it_cannot(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Promise (stores/tenant_scope.py): ``tooldb init`` creates the SQL tools' role
+    without superuser, BYPASSRLS or CREATEROLE and grants it SELECT on the tenant tables;
+    an owner without CREATEROLE keeps a working registry and is told why (a warning and
+    the reason returned). Both run in a transaction rolled back at the end."""
+    from tooldb.stores.tenant_scope import SCOPES, grant_sql_role
+
+    fresh = f"tooldb_mut_{uuid.uuid4().hex[:10]}"
+    engine = sa.create_engine(postgres_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with engine.connect() as conn:
+            with conn.begin() as outer:
+                assert grant_sql_role(conn, fresh) is None
+                row = conn.execute(
+                    sa.text(
+                        "SELECT rolcanlogin, rolsuper, rolbypassrls, rolcreaterole, rolinherit"
+                        " FROM pg_roles WHERE rolname = :r"
+                    ),
+                    {"r": fresh},
+                ).one()
+                assert tuple(row) == (True, False, False, False, False)
+                granted = conn.execute(
+                    sa.text(
+                        "SELECT count(DISTINCT table_name)"
+                        " FROM information_schema.role_table_grants"
+                        " WHERE grantee = :r AND privilege_type = 'SELECT'"
+                    ),
+                    {"r": fresh},
+                ).scalar()
+                assert granted == len(SCOPES)
+                assert grant_sql_role(conn, fresh) is None  # again: the role exists
+                outer.rollback()
+            with conn.begin() as outer:
+                conn.exec_driver_sql(f"CREATE ROLE {fresh} NOLOGIN")
+                conn.exec_driver_sql(f"SET LOCAL ROLE {fresh}")
+                with caplog.at_level("WARNING", logger="tooldb.stores.tenant_scope"):
+                    reason = grant_sql_role(conn, f"{fresh}_x")
+                outer.rollback()
+    finally:
+        engine.dispose()
+    assert reason == "permission denied to create role"
+    assert caplog.messages == [
+        f"could not create the role {fresh}_x for SQL tools: permission denied to create role"
+    ]

@@ -78,7 +78,8 @@ def scope_sqlite(dbapi_connection: sqlite3.Connection, record: Any) -> None:
                 return _OK  # the registry's table, from tooldb's tenant view
             if db == "temp" and (arg1 in SCOPES or (arg1 in inner and source in SCOPES)):
                 return _OK  # the public view, or its inner view read from it
-            return _OK if arg1 in _TABLE_FUNCTIONS and db == "main" else _DENY
+            # SQLite names no database for a table-valued function's read (3.4x)
+            return _OK if arg1 in _TABLE_FUNCTIONS and db in ("main", None) else _DENY
         if action == sqlite3.SQLITE_FUNCTION:
             return _DENY if arg2 == "load_extension" else _OK
         if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_RECURSIVE):
@@ -103,11 +104,11 @@ def role_url(registry_url: str, override: str | None) -> str:
     ``registry_sql_url`` setting) or the registry's URL as ``tooldb_sql``, no password."""
     if override:
         return override
-    return (
-        make_url(registry_url)
-        .set(username=SQL_ROLE, password=None)
-        .render_as_string(hide_password=False)
-    )
+    url = make_url(registry_url)
+    # URL.set ignores password=None (it keeps the owner's): build the URL afresh
+    return sa.engine.URL.create(
+        url.drivername, SQL_ROLE, None, url.host, url.port, url.database, url.query
+    ).render_as_string(hide_password=False)
 
 
 _ROLE_CHECK = sa.text(
