@@ -225,3 +225,41 @@ def test_live_stats_looks_candidates_up_by_rowid_on_sqlite(sqlite_url: str) -> N
         assert store.live_stats("another tenant", [1, 2, 3]) == {}
     finally:
         reg.close()
+
+
+def test_a_pooled_postgresql_connection_whose_server_went_away_is_replaced(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pooled connections are pinged only after sitting idle (stores/postgres.py): one
+    whose backend was ended while it sat in the pool is replaced unseen, and one given
+    back a moment ago is handed out again without a ping."""
+    import psycopg
+
+    from tooldb.stores import postgres
+
+    store = open_store(postgres_url)
+    engine = store.engine  # type: ignore[attr-defined]
+    pings = 0
+    real_ping = engine.dialect.do_ping
+
+    def counted(connection: Any) -> bool:
+        nonlocal pings
+        pings += 1
+        return bool(real_ping(connection))
+
+    monkeypatch.setattr(engine.dialect, "do_ping", counted)
+    try:
+        with engine.connect() as conn:
+            backend = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
+        with engine.connect() as conn:  # back a moment ago: no ping
+            assert conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one() == backend
+        assert pings == 0
+        plain = postgres_url.replace("postgresql+psycopg", "postgresql")
+        with psycopg.connect(plain, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
+        monkeypatch.setattr(postgres, "PING_IDLE_S", 0.0)  # it has sat idle long enough
+        with engine.connect() as conn:
+            fresh = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
+        assert fresh != backend and pings == 1  # its ping failed; the new one is not pinged
+    finally:
+        store.close()

@@ -365,3 +365,23 @@ def test_a_tenant_limit_of_1_runs_its_runs_one_at_a_time_across_workers(
     spans = sorted((line["start"], line["end"]) for line in workers.lines())
     assert len(spans) == 4
     assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))
+
+
+def test_a_submitted_run_stores_its_task_as_evidence_for_the_tools_that_served_it(
+    registry: Registry, workers: Workers
+) -> None:
+    """As ``run_task`` in one process (issue 22): selection learns from worker runs."""
+    properties = {"tag": {"type": "string"}, "turn": {"type": "integer"},
+                  "call": {"type": "integer"}}  # fmt: skip
+    registry.add({"name": "ledger_tool", "kind": "python", "target": "tests.worker_tools:effect",
+                  "description": "a tool only this test calls",
+                  "parameters": {"type": "object", "properties": properties}})  # fmt: skip
+    workers.start(concurrency=2)
+    task = "Reconcile the Oslo branch ledger. " + plan(
+        tool="ledger_tool", turns=2, arguments={"tag": "ledger"}
+    )
+    result = registry.wait(registry.submit(task, model=MODEL), timeout_s=60)
+    assert result.status is RunStatus.SUCCESS
+    assert [use.success for use in result.tool_calls] == [True, True]
+    stored = registry.evidence(tool="ledger_tool")
+    assert [(row.task, row.good, row.bad) for row in stored] == [(task, 1.0, 0.0)]

@@ -255,7 +255,20 @@ async def _run(
 
         return RunResult.model_validate(await DBOS.run_step_async({"name": "router"}, route))
     loop.model = StepModel(loop.model)
-    return await loop.arun(task, run_id=run_id)
+    result = await loop.arun(task, run_id=run_id)
+    await _learn(registry, result)
+    return result
+
+
+async def _learn(registry: Registry, result: RunResult) -> None:
+    """The tools that served the run learn its task as evidence, as ``run_task`` does in
+    one process (the router's step learns inside ``Registry.run``). A step of its own,
+    so a run resumed after it does not store the evidence twice."""
+
+    async def learn() -> int:
+        return await asyncio.to_thread(registry.learn_from_run, result)
+
+    await DBOS.run_step_async({"name": "learn"}, learn)
 
 
 async def registry_thread(registry: Registry, task: str, agent: str | None) -> RunResult:

@@ -99,4 +99,8 @@ def worker_config(
         "sys_db_pool_size": concurrency + 6,
         "log_level": log_level,
         "notification_listener_polling_interval_sec": 0.1,
+        # No ping before each checkout: DBOS retries every system-database operation
+        # that fails on a lost connection (db_retry), so the ping saved nothing but a
+        # round trip per checkpoint (two per step).
+        "db_engine_kwargs": {"pool_pre_ping": False},
     }
