@@ -188,3 +188,65 @@ def test_several_tools_when_parts_of_the_task_fit_different_tools() -> None:
         ("invest", {"company": "Google", "amount": 2000}),
         ("withdraw", {"company": "Apple", "amount": 1000}),
     ]  # fmt: skip
+
+
+DISTANCE = Offered(
+    "route_distance",
+    "Distance of the straight line between two map points.",
+    schema(
+        ["x", "y"],
+        x={"type": "number", "description": "East offset in km."},
+        y={"type": "number", "description": "North offset in km."},
+        z={"type": "number", "description": "Height offset in km."},
+    ),
+)
+LOAN = Offered(
+    "loan_schedule",
+    "Monthly payment of a loan.",
+    schema(
+        principal={"type": "number", "description": "Amount borrowed."},
+        months={"type": "integer", "description": "How many monthly payments."},
+    ),
+)
+LISTING = Offered(
+    "flat_price",
+    "Estimate the price of a flat.",
+    schema(
+        rooms={"type": "integer", "description": "Number of rooms."},
+        floors={"type": "integer", "description": "Number of floors."},
+    ),
+)
+
+
+def test_a_task_in_quotes_is_the_task_not_one_quoted_value() -> None:
+    plan = plan_calls('"Forecast the weather for Berlin tomorrow."', [WEATHER])
+    assert [c.arguments for c in plan.calls] == [{"city": "Berlin"}]
+    assert find_spans("say 'hello there'")[0].kind == "quoted"  # a quote inside still counts
+
+
+def test_one_call_per_tuple() -> None:
+    plan = plan_calls("the distance to the points (3, 4) and (6, 8, 2)", [DISTANCE])
+    assert [c.arguments for c in plan.calls] == [{"x": 3, "y": 4}, {"x": 6, "y": 8, "z": 2}]
+
+
+def test_a_part_that_restates_every_required_value_is_a_new_call() -> None:
+    task = ("Work out the monthly payment of a loan: 20000 over 48 months. "
+            "Also the monthly payment for 15000 over 36 months.")  # fmt: skip
+    plan = plan_calls(task, [LOAN])
+    assert [c.arguments for c in plan.calls] == [
+        {"principal": 20000, "months": 48}, {"principal": 15000, "months": 36},
+    ]  # fmt: skip
+
+
+def test_names_in_a_comma_list_are_items_not_a_city_and_region() -> None:
+    spans = find_spans("prices for Apple, Microsoft, Amazon, and Tesla today")
+    assert [s.text for s in spans if s.kind == "name"] == ["Apple", "Microsoft", "Amazon", "Tesla"]
+    assert find_spans("I am at Riga, Latvia, Can you help?")[0].text == "Riga, Latvia"
+    assert find_spans("fly to Boston, MA and Denver, CO")[0].text == "Boston, MA"
+    plan = plan_calls("weather forecast in Paris, Lyon, Nice and Lille, if you can", [WEATHER])
+    assert [c.arguments["city"] for c in plan.calls] == ["Paris", "Lyon", "Nice", "Lille"]
+
+
+def test_a_number_followed_by_a_parameter_name_is_not_taken_by_the_name_before_a_comma() -> None:
+    plan = plan_calls("price of a flat with 3 rooms, 2 floors", [LISTING])
+    assert [c.arguments for c in plan.calls] == [{"rooms": 3, "floors": 2}]

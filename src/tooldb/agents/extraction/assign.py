@@ -40,13 +40,16 @@ TECHNIQUES = (
     "order",
     "phrases",
     "flags",
+    "unwrap",
+    "tuples",
+    "restated",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
 NUMBERS = frozenset({"number", "word number"})
 _LINK = re.compile(
-    r"\W*(?:(?:is|are|of|=|:|to|as|was|equals?|equal to|set to|being|with|a|an|the|about|"
-    r"around|approximately|roughly|be|for|by|per|on|at|up to)\W+)*\W*",
+    r"[^\w,]*(?:(?:is|are|of|=|:|to|as|was|equals?|equal to|set to|being|with|a|an|the|about|"
+    r"around|approximately|roughly|be|for|by|per|on|at|up to)\W+)*[^\w,]*",
     re.IGNORECASE,
 )
 _TEXT_CUES = ("text", "query", "message", "content", "prompt", "question", "sentence", "input",
