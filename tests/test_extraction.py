@@ -250,3 +250,13 @@ def test_names_in_a_comma_list_are_items_not_a_city_and_region() -> None:
 def test_a_number_followed_by_a_parameter_name_is_not_taken_by_the_name_before_a_comma() -> None:
     plan = plan_calls("price of a flat with 3 rooms, 2 floors", [LISTING])
     assert [c.arguments for c in plan.calls] == [{"rooms": 3, "floors": 2}]
+
+
+def test_the_whole_task_is_text_but_never_a_place_or_an_address() -> None:
+    place = schema(city={"type": "string", "description": "City to search for hotels."})
+    assert "city" in extract_arguments("find me a quiet hotel please", place).missing
+    url = schema(url={"type": "string", "description": "The URL to query."})
+    assert "url" in extract_arguments("show me the prices of the top stocks", url).missing
+    text = schema(statement={"type": "string", "description": "The user's statement or query."})
+    task = "my parcel never arrived"
+    assert extract_arguments(task, text).arguments == {"statement": task}

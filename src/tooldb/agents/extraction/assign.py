@@ -26,6 +26,7 @@ from .text import (
     content_stems,
     params_of,
     stem,
+    words,
 )
 from .values import Span, find_spans
 
@@ -43,6 +44,7 @@ TECHNIQUES = (
     "unwrap",
     "tuples",
     "restated",
+    "places",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
@@ -159,7 +161,7 @@ def extract_arguments(
         phrase = _cue_phrase(task, param, topic_stems, free)
         if phrase is not None:
             take(param, phrase.value, phrase, f"the phrase after {phrase.unit!r}")
-        elif param.says(*_TEXT_CUES) and sole and "task text" not in ABLATED:
+        elif param.says(*_TEXT_CUES) and sole and _whole_text_fits(param):
             take(param, task.strip(), None, "the task text (the parameter asks for text)")
     # 6. a boolean whose name's words the task writes is switched on ("avoid tolls")
     for param in params if "flags" not in ABLATED else ():
@@ -190,6 +192,22 @@ _FLAG_VERBS = frozenset(
         "return",
     ]
 )
+
+
+def _whole_text_fits(param: Param) -> bool:
+    """Whether the task as a whole may be the value: a text parameter may take it, a
+    place, URL, email or path is never a whole sentence."""
+    if "task text" in ABLATED:
+        return False
+    if "places" in ABLATED:
+        return True
+    return not _is_place(param) and _format_kind(param) is None
+
+
+def _is_place(param: Param) -> bool:
+    """Whether the parameter asks for a place (whole words: "statement" is no "state")."""
+    said = set(param.name_words) | set(words(param.description))
+    return any(cue in said or f"{cue}s" in said for cue in _PLACE_CUES)
 
 
 def _flag(task: str, param: Param) -> tuple[bool, str] | None:
