@@ -218,12 +218,6 @@ LISTING = Offered(
 )
 
 
-def test_a_task_in_quotes_is_the_task_not_one_quoted_value() -> None:
-    plan = plan_calls('"Forecast the weather for Berlin tomorrow."', [WEATHER])
-    assert [c.arguments for c in plan.calls] == [{"city": "Berlin"}]
-    assert find_spans("say 'hello there'")[0].kind == "quoted"  # a quote inside still counts
-
-
 def test_one_call_per_tuple() -> None:
     plan = plan_calls("the distance to the points (3, 4) and (6, 8, 2)", [DISTANCE])
     assert [c.arguments for c in plan.calls] == [{"x": 3, "y": 4}, {"x": 6, "y": 8, "z": 2}]
@@ -260,3 +254,16 @@ def test_the_whole_task_is_text_but_never_a_place_or_an_address() -> None:
     text = schema(statement={"type": "string", "description": "The user's statement or query."})
     task = "my parcel never arrived"
     assert extract_arguments(task, text).arguments == {"statement": task}
+
+
+def test_a_possessive_is_no_part_of_a_name_and_a_whole_parameter_name_ties_its_value() -> None:
+    spec = schema(author=STR)
+    assert args("list the novels of Jane Austen's early years", spec) == {"author": "Jane Austen"}
+    ticket = schema(
+        ["ticket_number"],
+        ticket_number={"type": "string", "description": "The ticket's id."},
+        queue={"type": "string", "description": "Queue name."},
+    )
+    assert args("close the issue filed as ticket number 48213 today", ticket) == {
+        "ticket_number": "48213"
+    }

@@ -41,7 +41,6 @@ TECHNIQUES = (
     "order",
     "phrases",
     "flags",
-    "unwrap",
     "tuples",
     "restated",
     "places",
@@ -250,7 +249,9 @@ def _choice(task: str, lowered: str, param: Param, free: Any) -> tuple[Any, Span
                     hits.append((m.start(), m.end(), option))
     hits = [h for h in hits if free(Span(h[0], h[1], "choice", h[2], ""))]
     if hits:
-        start, end, option = min(hits, key=lambda h: (h[0], -(h[1] - h[0])))
+        start, end, option = min(  # earliest, longest, then the one written in its case
+            hits, key=lambda h: (h[0], -(h[1] - h[0]), task[h[0] : h[1]] != str(h[2]))
+        )
         where = "enum value" if not quoted else "option the description lists"
         return (
             option,
@@ -372,6 +373,11 @@ def _named_before(before: str, param: Param) -> str:
     """The parameter's name (or one of its words) written just before a value, with only
     linking words between: "base of ", "a=", "number of trees: "."""
     tail = before[-40:]
+    if len(param.name_words) > 1 and "names" not in ABLATED:  # the whole name: "docket number"
+        phrase = r"\W+".join(re.escape(w) for w in param.name_words)
+        whole = re.search(rf"\b{phrase}s?(?=\W)", tail, re.IGNORECASE)
+        if whole and _LINK.fullmatch(tail[whole.end() :]):
+            return tail[whole.start() :]
     candidates = [w for w in param.name_words if len(w) > 1 and w not in STOPWORDS] or list(
         param.name_words
     )

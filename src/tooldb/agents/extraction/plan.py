@@ -19,7 +19,7 @@ from typing import Any
 
 from .assign import ABLATED, Extraction, _convert, extract_arguments
 from .segments import fit_score, repeated_calls, sections, split_parts
-from .text import content_stems, params_of, unwrap
+from .text import content_stems, params_of
 from .values import Span, find_spans
 
 
@@ -102,7 +102,6 @@ def plan_calls(
 ) -> Plan:
     """What the router should do with ``task`` given ``tools`` (best-ranked first)."""
     opts = options or Options()
-    task = unwrap(task) if "unwrap" not in ABLATED else task
     if not tools:
         return Plan(declined="no enabled tool matches the task")
     task_stems = content_stems(task)

@@ -153,17 +153,3 @@ def _quoted_options(description: str) -> list[str]:
     description = re.split(r"\bdefaults?\b", description, maxsplit=1, flags=re.I)[0]
     found = re.findall(r"'([^'\n]{1,40})'|\"([^\"\n]{1,40})\"", description)
     return [a or b for a, b in found if (a or b).strip()]
-
-
-_WRAPS = {'"': '"', "“": "”", "'": "'"}
-
-
-def unwrap(task: str) -> str:
-    """The task without quotes around all of it: a pasted message is the task, not one
-    quoted value (a quote inside it still marks a value)."""
-    text = task.strip()
-    if len(text) > 2 and text[0] in _WRAPS and text.endswith(_WRAPS[text[0]]):
-        inner = text[1:-1]
-        if _WRAPS[text[0]] not in inner and text[0] not in inner:
-            return inner.strip()
-    return task

@@ -234,6 +234,8 @@ def _names(text: str) -> list[Span]:
         if not tokens:
             continue
         start, end = tokens[0][0], tokens[-1][1]
+        if text[start:end].endswith(("'s", "\u2019s")):  # "Albert Einstein's": the name
+            end -= 2
         while end > start and text[end - 1] in ".,'":
             end -= 1
         region = _REGION.match(text, end)
