@@ -190,16 +190,6 @@ def test_several_tools_when_parts_of_the_task_fit_different_tools() -> None:
     ]  # fmt: skip
 
 
-DISTANCE = Offered(
-    "route_distance",
-    "Distance of the straight line between two map points.",
-    schema(
-        ["x", "y"],
-        x={"type": "number", "description": "East offset in km."},
-        y={"type": "number", "description": "North offset in km."},
-        z={"type": "number", "description": "Height offset in km."},
-    ),
-)
 LOAN = Offered(
     "loan_schedule",
     "Monthly payment of a loan.",
@@ -216,11 +206,6 @@ LISTING = Offered(
         floors={"type": "integer", "description": "Number of floors."},
     ),
 )
-
-
-def test_one_call_per_tuple() -> None:
-    plan = plan_calls("the distance to the points (3, 4) and (6, 8, 2)", [DISTANCE])
-    assert [c.arguments for c in plan.calls] == [{"x": 3, "y": 4}, {"x": 6, "y": 8, "z": 2}]
 
 
 def test_a_part_that_restates_every_required_value_is_a_new_call() -> None:

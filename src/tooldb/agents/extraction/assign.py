@@ -41,7 +41,6 @@ TECHNIQUES = (
     "order",
     "phrases",
     "flags",
-    "tuples",
     "restated",
     "places",
 )

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .assign import ABLATED, Extraction, _convert, extract_arguments
+from .assign import Extraction, _convert, extract_arguments
 from .segments import fit_score, repeated_calls, sections, split_parts
 from .text import content_stems, params_of
 from .values import Span, find_spans
@@ -166,7 +166,7 @@ def _expand(found: Extraction, spans: list[Span], tool: Offered) -> list[Planned
             continue
         listed[name] = [s for s in spans if s.group == span.group]
     if not listed:
-        return _tuples(found, spans, tool) if "tuples" not in ABLATED else []
+        return []
     sizes = {len(items) for items in listed.values()}
     size = max(sizes)
 
@@ -195,46 +195,6 @@ def _span_of(task: str, texts: list[str]) -> str:
     if start < 0 or end < 0:
         return " ".join(texts)
     return task[start : end + len(texts[-1])]
-
-
-def _tuples(found: Extraction, spans: list[Span], tool: Offered) -> list[PlannedCall]:
-    """One call per tuple when one list's items went to several parameters and the task
-    writes more lists like it: "the GCD of (45, 60) and (81, 27)", "the points (3, 4)
-    and (9, 12, 15)" (a longer tuple fills the next parameters of the type)."""
-    taken = {name: span for name, span in found.spans.items() if span.group >= 0}
-    groups = {span.group for span in taken.values()}
-    if len(groups) != 1 or len(taken) < 2:
-        return []
-    (group,) = groups
-    order = sorted(taken, key=lambda name: taken[name].start)  # parameters in tuple order
-    kind = taken[order[0]].kind
-    by_name = {p.name: p for p in params_of(tool.parameters)}
-    spare = [
-        p.name for p in by_name.values() if p.name not in order and p.kind == by_name[order[0]].kind
-    ]
-    lists: dict[int, list[Span]] = {}
-    for span in spans:
-        if span.group >= 0 and span.kind == kind:
-            lists.setdefault(span.group, []).append(span)
-    if len(lists[group]) != len(order):
-        return []
-    chosen = [
-        items for items in lists.values() if len(order) <= len(items) <= len(order) + len(spare)
-    ]
-    if len(chosen) < 2 or len(chosen) != len(lists):
-        return []
-    calls: list[PlannedCall] = []
-    for items in chosen:
-        arguments = {k: v for k, v in found.arguments.items() if k not in order}
-        why = {k: v for k, v in found.notes.items() if k not in order}
-        text = ", ".join(s.text for s in items)
-        for name, item in zip(order + spare, items, strict=False):
-            value = _convert(by_name[name], item)
-            if value is None:
-                return []
-            arguments[name], why[name] = value, f"from the tuple ({text})"
-        calls.append(PlannedCall(tool.name, arguments, why))
-    return calls
 
 
 def _sectioned(
