@@ -239,11 +239,14 @@ def main() -> None:
         dev, held = (f"{count(values, h)} | {percent(values, h)}" for h in ("dev", "held"))
         print(f"| {category} | {dev} | {held} | {percent(values)} |")
     if len(runs) > 1:
-        print("\nablation (all loaded entries; each column one technique off):")
+        print("\nablation (% right dev / held; each column one technique off):")
         print("| category | " + " | ".join(r["label"] for r in runs) + " |")
         print("|" + "---|" * (1 + len(runs)))
         for category in args.categories:
-            cells = " | ".join(percent(r["results"].get(category, [])) for r in runs)
+            cells = " | ".join(
+                "/".join(percent(r["results"].get(category, []), h) for h in ("dev", "held"))
+                for r in runs
+            )
             print(f"| {category} | {cells} |")
     print(f"\nmain reasons for misses ({main_run['label']}):")
     for category in args.categories:

@@ -188,3 +188,67 @@ def test_several_tools_when_parts_of_the_task_fit_different_tools() -> None:
         ("invest", {"company": "Google", "amount": 2000}),
         ("withdraw", {"company": "Apple", "amount": 1000}),
     ]  # fmt: skip
+
+
+LOAN = Offered(
+    "loan_schedule",
+    "Monthly payment of a loan.",
+    schema(
+        principal={"type": "number", "description": "Amount borrowed."},
+        months={"type": "integer", "description": "How many monthly payments."},
+    ),
+)
+LISTING = Offered(
+    "flat_price",
+    "Estimate the price of a flat.",
+    schema(
+        rooms={"type": "integer", "description": "Number of rooms."},
+        floors={"type": "integer", "description": "Number of floors."},
+    ),
+)
+
+
+def test_a_part_that_restates_every_required_value_is_a_new_call() -> None:
+    task = ("Work out the monthly payment of a loan: 20000 over 48 months. "
+            "Also the monthly payment for 15000 over 36 months.")  # fmt: skip
+    plan = plan_calls(task, [LOAN])
+    assert [c.arguments for c in plan.calls] == [
+        {"principal": 20000, "months": 48}, {"principal": 15000, "months": 36},
+    ]  # fmt: skip
+
+
+def test_names_in_a_comma_list_are_items_not_a_city_and_region() -> None:
+    spans = find_spans("prices for Apple, Microsoft, Amazon, and Tesla today")
+    assert [s.text for s in spans if s.kind == "name"] == ["Apple", "Microsoft", "Amazon", "Tesla"]
+    assert find_spans("I am at Riga, Latvia, Can you help?")[0].text == "Riga, Latvia"
+    assert find_spans("fly to Boston, MA and Denver, CO")[0].text == "Boston, MA"
+    plan = plan_calls("weather forecast in Paris, Lyon, Nice and Lille, if you can", [WEATHER])
+    assert [c.arguments["city"] for c in plan.calls] == ["Paris", "Lyon", "Nice", "Lille"]
+
+
+def test_a_number_followed_by_a_parameter_name_is_not_taken_by_the_name_before_a_comma() -> None:
+    plan = plan_calls("price of a flat with 3 rooms, 2 floors", [LISTING])
+    assert [c.arguments for c in plan.calls] == [{"rooms": 3, "floors": 2}]
+
+
+def test_the_whole_task_is_text_but_never_a_place_or_an_address() -> None:
+    place = schema(city={"type": "string", "description": "City to search for hotels."})
+    assert "city" in extract_arguments("find me a quiet hotel please", place).missing
+    url = schema(url={"type": "string", "description": "The URL to query."})
+    assert "url" in extract_arguments("show me the prices of the top stocks", url).missing
+    text = schema(statement={"type": "string", "description": "The user's statement or query."})
+    task = "my parcel never arrived"
+    assert extract_arguments(task, text).arguments == {"statement": task}
+
+
+def test_a_possessive_is_no_part_of_a_name_and_a_whole_parameter_name_ties_its_value() -> None:
+    spec = schema(author=STR)
+    assert args("list the novels of Jane Austen's early years", spec) == {"author": "Jane Austen"}
+    ticket = schema(
+        ["ticket_number"],
+        ticket_number={"type": "string", "description": "The ticket's id."},
+        queue={"type": "string", "description": "Queue name."},
+    )
+    assert args("close the issue filed as ticket number 48213 today", ticket) == {
+        "ticket_number": "48213"
+    }

@@ -26,6 +26,7 @@ from .text import (
     content_stems,
     params_of,
     stem,
+    words,
 )
 from .values import Span, find_spans
 
@@ -40,13 +41,15 @@ TECHNIQUES = (
     "order",
     "phrases",
     "flags",
+    "restated",
+    "places",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
 NUMBERS = frozenset({"number", "word number"})
 _LINK = re.compile(
-    r"\W*(?:(?:is|are|of|=|:|to|as|was|equals?|equal to|set to|being|with|a|an|the|about|"
-    r"around|approximately|roughly|be|for|by|per|on|at|up to)\W+)*\W*",
+    r"[^\w,]*(?:(?:is|are|of|=|:|to|as|was|equals?|equal to|set to|being|with|a|an|the|about|"
+    r"around|approximately|roughly|be|for|by|per|on|at|up to)\W+)*[^\w,]*",
     re.IGNORECASE,
 )
 _TEXT_CUES = ("text", "query", "message", "content", "prompt", "question", "sentence", "input",
@@ -156,7 +159,7 @@ def extract_arguments(
         phrase = _cue_phrase(task, param, topic_stems, free)
         if phrase is not None:
             take(param, phrase.value, phrase, f"the phrase after {phrase.unit!r}")
-        elif param.says(*_TEXT_CUES) and sole and "task text" not in ABLATED:
+        elif param.says(*_TEXT_CUES) and sole and _whole_text_fits(param):
             take(param, task.strip(), None, "the task text (the parameter asks for text)")
     # 6. a boolean whose name's words the task writes is switched on ("avoid tolls")
     for param in params if "flags" not in ABLATED else ():
@@ -187,6 +190,22 @@ _FLAG_VERBS = frozenset(
         "return",
     ]
 )
+
+
+def _whole_text_fits(param: Param) -> bool:
+    """Whether the task as a whole may be the value: a text parameter may take it, a
+    place, URL, email or path is never a whole sentence."""
+    if "task text" in ABLATED:
+        return False
+    if "places" in ABLATED:
+        return True
+    return not _is_place(param) and _format_kind(param) is None
+
+
+def _is_place(param: Param) -> bool:
+    """Whether the parameter asks for a place (whole words: "statement" is no "state")."""
+    said = set(param.name_words) | set(words(param.description))
+    return any(cue in said or f"{cue}s" in said for cue in _PLACE_CUES)
 
 
 def _flag(task: str, param: Param) -> tuple[bool, str] | None:
@@ -229,7 +248,9 @@ def _choice(task: str, lowered: str, param: Param, free: Any) -> tuple[Any, Span
                     hits.append((m.start(), m.end(), option))
     hits = [h for h in hits if free(Span(h[0], h[1], "choice", h[2], ""))]
     if hits:
-        start, end, option = min(hits, key=lambda h: (h[0], -(h[1] - h[0])))
+        start, end, option = min(  # earliest, longest, then the one written in its case
+            hits, key=lambda h: (h[0], -(h[1] - h[0]), task[h[0] : h[1]] != str(h[2]))
+        )
         where = "enum value" if not quoted else "option the description lists"
         return (
             option,
@@ -351,6 +372,11 @@ def _named_before(before: str, param: Param) -> str:
     """The parameter's name (or one of its words) written just before a value, with only
     linking words between: "base of ", "a=", "number of trees: "."""
     tail = before[-40:]
+    if len(param.name_words) > 1 and "names" not in ABLATED:  # the whole name: "docket number"
+        phrase = r"\W+".join(re.escape(w) for w in param.name_words)
+        whole = re.search(rf"\b{phrase}s?(?=\W)", tail, re.IGNORECASE)
+        if whole and _LINK.fullmatch(tail[whole.end() :]):
+            return tail[whole.start() :]
     candidates = [w for w in param.name_words if len(w) > 1 and w not in STOPWORDS] or list(
         param.name_words
     )

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .assign import Extraction, extract_arguments
+from .assign import Extraction, _convert, extract_arguments
 from .segments import fit_score, repeated_calls, sections, split_parts
 from .text import content_stems, params_of
 from .values import Span, find_spans
@@ -169,8 +169,6 @@ def _expand(found: Extraction, spans: list[Span], tool: Offered) -> list[Planned
         return []
     sizes = {len(items) for items in listed.values()}
     size = max(sizes)
-    from .assign import _convert
-    from .text import params_of
 
     by_name = {p.name: p for p in params_of(tool.parameters)}
     calls: list[PlannedCall] = []
@@ -189,6 +187,16 @@ def _expand(found: Extraction, spans: list[Span], tool: Offered) -> list[Planned
     return calls
 
 
+def _span_of(task: str, texts: list[str]) -> str:
+    """The task's own text from the first of ``texts`` to the end of the last (the words
+    cut between them, "and", "then", stay: "London and Tokyo" is no "London Tokyo")."""
+    start = task.find(texts[0])
+    end = task.find(texts[-1], max(start, 0))
+    if start < 0 or end < 0:
+        return " ".join(texts)
+    return task[start : end + len(texts[-1])]
+
+
 def _sectioned(
     task: str, tools: list[Offered], chosen: Offered, opts: Options
 ) -> list[PlannedCall]:
@@ -199,7 +207,7 @@ def _sectioned(
         return []
     calls: list[PlannedCall] = []
     for tool, texts in sections(parts, tools, chosen, opts.several_tools):
-        text = " ".join(texts)
+        text = _span_of(task, texts)
         repeated = repeated_calls(texts, tool, text) if opts.several_calls else []
         if repeated:
             for arguments, why in repeated:

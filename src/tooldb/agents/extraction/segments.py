@@ -14,12 +14,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .assign import extract_arguments
-from .text import content_stems, stem, words
+from .assign import ABLATED, extract_arguments
+from .text import content_stems, params_of, stem, words
+
+RESTATE = "restated"
 
 _CUT = re.compile(
     r"(?<=[.?!;])\s+|\s*,?\s+(?:and then|and also|as well as|then|also|plus|while|whereas)\s+"
-    r"|\s*,\s*and\s+|\s+and\s+(?=(?:\S+\s+){2,}\S)",
+    r"|\s*,\s*and\s+(?=(?:\S+\s+){2,}\S)|\s+and\s+(?=(?:\S+\s+){2,}\S)",
     re.IGNORECASE,
 )
 
@@ -74,10 +76,20 @@ def repeated_calls(
     current: dict[str, Any] = {}
     current_why: dict[str, str] = {}
     firm: set[str] = set()  # parameters the call being built has from strong evidence
+    required = [p.name for p in params_of(tool.parameters) if p.required]
     for part in parts:
         found = extract_arguments(part, tool.parameters, topic=topic)
         own = {k: v for k, v in found.arguments.items() if k in found.strong}
-        if any(k in firm and current[k] != v for k, v in own.items()):
+        restated = (  # the part gives every required value anew ("play 50 times, win 15")
+            RESTATE not in ABLATED
+            and len(required) > 1
+            and all(r in found.spans and r in current for r in required)
+            and any(current[r] != found.arguments[r] for r in required)
+            and not any(  # a value by order alone does not overrule a named one
+                k in firm and k not in own and current[k] != v for k, v in found.arguments.items()
+            )
+        )
+        if restated or any(k in firm and current[k] != v for k, v in own.items()):
             calls.append((current, current_why))
             current, current_why, firm = {}, {}, set()
         firm |= set(own)
@@ -93,7 +105,8 @@ def repeated_calls(
     for index, (arguments, why) in enumerate(calls):
         donor = calls[index - 1] if index else (overall.arguments, overall.notes)
         for key, value in donor[0].items():
-            if key not in arguments:
+            guess = not index and key not in overall.strong and key not in required
+            if key not in arguments and not guess:  # an optional guess is worse than its default
                 arguments[key] = value
                 why[key] = (
                     f"as in the {'call before' if index else 'whole task'}: {donor[1].get(key, '')}"

@@ -234,14 +234,31 @@ def _names(text: str) -> list[Span]:
         if not tokens:
             continue
         start, end = tokens[0][0], tokens[-1][1]
+        if text[start:end].endswith(("'s", "\u2019s")):  # "Albert Einstein's": the name
+            end -= 2
         while end > start and text[end - 1] in ".,'":
             end -= 1
         region = _REGION.match(text, end)
-        if region and region.group(1).lower() not in STOPWORDS:
+        if (
+            region
+            and region.group(1).lower() not in STOPWORDS
+            and not _in_list(text, start, region)
+        ):
             end = region.end()
         if end > start:
             out.append(Span(start, end, "name", text[start:end], text[start:end]))
     return out
+
+
+def _in_list(text: str, start: int, region: re.Match[str]) -> bool:
+    """Whether ", Word" continues a list of names ("Apple, Microsoft, Amazon") rather than
+    naming a region ("Boston, Massachusetts"): a name after a comma, or a comma after the
+    word, is a list item; a two-letter code ("Boston, MA") is always a region."""
+    if re.fullmatch(r"[A-Z]{2,3}", region.group(1)):
+        return False
+    after = re.match(r"\s*,\s*([A-Z][\w']*)", text[region.end() :])
+    listed = after is not None and after.group(1).lower() not in _COMMON_STARTS | STOPWORDS
+    return listed or bool(re.search(r",\s*$", text[:start]))
 
 
 _JOINERS = frozenset({"of", "the", "de", "la", "and", "&", "von", "van", "del"})
