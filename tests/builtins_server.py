@@ -47,7 +47,7 @@ class Handler(BaseHTTPRequestHandler):
     state: State
 
     def log_message(self, *args: Any) -> None:
-        pass
+        """Quiet: the tests read the server's state, not its access log."""
 
     def _send(self, status: int, body: Any, kind: str = "application/json") -> None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()

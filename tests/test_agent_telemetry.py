@@ -5,15 +5,12 @@ a subprocess per case."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 SCRIPT = """
 import sys
@@ -34,10 +31,13 @@ except SystemExit as exit:
 """
 
 
-def _run(sqlite_url: str, **env: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    sqlite_url: str, *, first_on_path: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
     root = Path(__file__).resolve().parents[1]
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    environment["PYTHONPATH"] = f"{root / 'src'}{os.pathsep}{root}"
+    path = [str(first_on_path)] if first_on_path is not None else []
+    environment["PYTHONPATH"] = os.pathsep.join([*path, str(root / "src"), str(root)])
     return subprocess.run(
         [sys.executable, "-c", SCRIPT, sqlite_url],
         capture_output=True,
@@ -79,18 +79,19 @@ def test_console_export_has_client_chat_spans_with_genai_finish_reasons(
     assert spans["invoke_agent tooldb"]["resource"]["attributes"]["service.name"] == "tooldb"
 
 
-def _has_otlp_exporter() -> bool:
-    try:
-        return importlib.util.find_spec("opentelemetry.exporter.otlp.proto.http") is not None
-    except ImportError:
-        return False
-
-
-@pytest.mark.skipif(_has_otlp_exporter(), reason="the OTLP exporter is installed here")
 def test_an_otlp_endpoint_without_the_exporter_is_said_and_the_run_goes_on(
-    sqlite_url: str,
+    sqlite_url: str, tmp_path: Path
 ) -> None:
-    done = _run(sqlite_url, OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4318")
+    """Runs whether or not the exporter is installed: the child process's
+    sitecustomize makes both exporters unimportable, as on an install without them."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\n"
+        "for name in ('opentelemetry.exporter.otlp.proto.http.trace_exporter',\n"
+        "             'opentelemetry.exporter.otlp.proto.grpc.trace_exporter'):\n"
+        "    sys.modules[name] = None\n"
+    )
+    done = _run(sqlite_url, first_on_path=tmp_path,
+                OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4318")  # fmt: skip
     assert "exit 0" in done.stderr, done.stderr
     assert "the OTLP exporter is not installed, so no spans are sent" in done.stderr
     assert "pip install 'tooldb[otel]'" in done.stderr

@@ -148,7 +148,7 @@ def test_an_httpx2_whose_pool_cannot_be_replaced_is_refused(
 
     class PoolLess:
         def __init__(self, **_: object) -> None:
-            pass
+            """Takes the pool options the guard passes and keeps none."""
 
     monkeypatch.setattr(httpx2, "AsyncHTTPTransport", PoolLess)
     with pytest.raises(

@@ -84,7 +84,7 @@ def _check_form(request: Request, principal: Principal, csrf: str, needed: Scope
 
 
 class _Refused(Exception):
-    pass
+    """A request the key's scope does not allow (answered 403 with the message)."""
 
 
 def install(app: FastAPI) -> None:
