@@ -127,7 +127,9 @@ class Scores:
         return {m: 100 * float(np.mean(v)) if v else 0.0 for m, v in self.values.items()}
 
 
-def evaluate(name: str, settings: Settings, max_queries: int, workdir: Path) -> dict[str, Any]:
+def evaluate(
+    name: str, settings: Settings, max_queries: int, workdir: Path, embedder: Any = None
+) -> dict[str, Any]:
     folder = DATA / name
     entries = read_jsonl(folder / "tools.jsonl")
     queries = [q for q in read_jsonl(folder / "queries.jsonl") if q.get("relevant")]
@@ -136,6 +138,8 @@ def evaluate(name: str, settings: Settings, max_queries: int, workdir: Path) -> 
         queries = [queries[int(i * step)] for i in range(max_queries)]
     url = f"sqlite:///{workdir / f'{name}.db'}"
     registry = tooldb.open(url, settings=replace(settings, url=url))
+    if embedder is not None:  # vectors cached on disk by text (bench only)
+        registry._embedder, registry._embedder_loaded = embedder, True
     try:
         started = time.perf_counter()
         specs, skipped = [], 0
@@ -152,8 +156,8 @@ def evaluate(name: str, settings: Settings, max_queries: int, workdir: Path) -> 
         vectors = embedder.embed(texts) if embedder is not None else [None] * len(texts)
         weights = Weights.from_settings(settings)
         modes = {
-            "BM25 only": replace(weights, lexical_min=1.0, lexical_max=1.0),
-            "dense only": replace(weights, lexical_min=0.0, lexical_max=0.0),
+            "BM25 only": replace(weights, lexical_share=1.0),
+            "dense only": replace(weights, lexical_share=0.0),
             "tooldb": weights,
         }
         results, per_query = {}, {}
@@ -253,8 +257,7 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="*", default=DATASETS)
     parser.add_argument("--max-queries", type=int, default=0, help="0 = every query")
     parser.add_argument("--embedder", default="auto")
-    parser.add_argument("--lexical-min", type=float, default=None)
-    parser.add_argument("--lexical-max", type=float, default=None)
+    parser.add_argument("--lexical-share", type=float, default=None)
     parser.add_argument("--twin-cosine", type=float, default=None, help="1 = no twin merging")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--scale", action="store_true", help="speed at scale instead")
@@ -276,21 +279,26 @@ def main() -> None:
         selection_lodo.run(args.datasets, cached, args.max_queries)
         return
     overrides = {"embedder": args.embedder, "record_decisions": False, "record_calls": False}
-    if args.lexical_min is not None:
-        overrides["select_lexical_weight_min"] = args.lexical_min
-    if args.lexical_max is not None:
-        overrides["select_lexical_weight_max"] = args.lexical_max
+    if args.lexical_share is not None:
+        overrides["select_lexical_share"] = args.lexical_share
     if args.twin_cosine is not None:
         overrides["select_twin_cosine"] = args.twin_cosine
+    cached = None
+    if args.embedder in ("auto", "local", "local-int8"):
+        from tooldb.embedders import open_embedder
+
+        inner = open_embedder("local" if args.embedder == "auto" else args.embedder)
+        if inner is not None:
+            cached = selection_scale.CachedEmbedder(inner, Path(args.cache).expanduser())
+            overrides["embedder"] = cached.id
     settings = replace(Settings(), **overrides)
-    print(
-        f"# embedder {settings.embedder}; lexical share {settings.select_lexical_weight_min}"
-        f"-{settings.select_lexical_weight_max} by coverage"
-    )
+    print(f"# embedder {settings.embedder}; lexical share {settings.select_lexical_share}")
     reports = []
     with tempfile.TemporaryDirectory() as workdir:
         for name in args.datasets:
-            report = evaluate(name, settings, args.max_queries, Path(workdir))
+            report = evaluate(name, settings, args.max_queries, Path(workdir), cached)
+            if cached is not None:
+                cached.save()
             print_quality(report)
             sys.stdout.flush()
             reports.append(report)

@@ -1,8 +1,7 @@
 """Leave-one-dataset-out check of selection's tuned choices (``bench/selection.py --lodo``).
 
-Each tuned choice of the zero-shot ranking (the lexical share's range and its coverage
-sigmoid, the vectors' check of the words' best match, the near-twin rule) is varied one at
-a time, and the two single retrievers are candidates too. For each data set left out, the
+Each tuned choice of the zero-shot ranking (the lexical share, the vectors' check of the
+words' best match, the near-twin rule) is varied one at a time, and the two single retrievers are candidates too. For each data set left out, the
 variant with the best mean nDCG@10 on the other sets is chosen, and its nDCG@10 on the one
 left out is reported beside the defaults' and the better single retriever's. A choice the
 left-out sets do not pick is one that only helps the sets it was tuned on.
@@ -23,13 +22,12 @@ from tooldb.selection.select import Filters, Selector, Weights
 #: Variants of the defaults, each changing one tuned choice (Weights fields).
 VARIANTS: dict[str, dict[str, float]] = {
     "defaults": {},
-    "BM25 only": {"lexical_min": 1.0, "lexical_max": 1.0},
-    "dense only": {"lexical_min": 0.0, "lexical_max": 0.0},
-    "fixed share 0.5": {"lexical_min": 0.5, "lexical_max": 0.5},
-    "share 0.1-0.9": {"lexical_min": 0.1, "lexical_max": 0.9},
-    "share 0.3-0.7": {"lexical_min": 0.3, "lexical_max": 0.7},
-    "coverage midpoint 0.1": {"coverage_midpoint": 0.1},
-    "coverage midpoint 0.3": {"coverage_midpoint": 0.3},
+    "BM25 only": {"lexical_share": 1.0},
+    "dense only": {"lexical_share": 0.0},
+    "share 0.3": {"lexical_share": 0.3},
+    "share 0.4": {"lexical_share": 0.4},
+    "share 0.6": {"lexical_share": 0.6},
+    "share 0.7": {"lexical_share": 0.7},
     "no unrelated check": {"unrelated_share": 1.0},
     "no near-twin rule": {"twin_cosine": 1.0},
 }

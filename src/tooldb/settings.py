@@ -50,12 +50,10 @@ class Settings:
     embedder: str = "auto"
     embedder_url: str = ""
     embedder_api_key_env: str = "OPENAI_API_KEY"
-    #: Selection: the lexical share of relevance runs from min to max with how much of the
-    #: task the best lexical match covers (a sigmoid at ``midpoint`` with ``slope``).
-    select_lexical_weight_min: float = 0.2
-    select_lexical_weight_max: float = 0.8
-    select_coverage_midpoint: float = 0.2
-    select_coverage_slope: float = 0.1
+    #: Selection: the lexical (BM25) share of blended relevance; the rest is the vectors'.
+    #: A fixed half: chosen leave-one-dataset-out over a share that followed how much of
+    #: the task the best lexical match covered, which did not hold on sets left out of it.
+    select_lexical_share: float = 0.5
     #: Pooled tools whose vectors are at least this alike are near-twins: the words do not
     #: order them, the vectors do (retrieval.merge_twins). 1 turns it off.
     select_twin_cosine: float = 0.85
@@ -233,7 +231,7 @@ _POSITIVE = (
 _FRACTIONS = (
     "ooda_low_success_rate", "ooda_alpha", "ooda_degrade_min_drop",
     "ooda_alternative_min_relevance", "ooda_disable_success_rate", "select_twin_cosine",
-    "select_unrelated_share",
+    "select_unrelated_share", "select_lexical_share",
 )  # fmt: skip
 _NOT_NEGATIVE = (
     "ooda_low_success_min_calls", "ooda_degrade_min_calls", "ooda_slow_min_calls",

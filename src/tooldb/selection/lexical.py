@@ -162,18 +162,17 @@ class BM25Index:
             self._merge()
 
     def match(self, query: str) -> LexicalMatch:
-        """The slots with a query term and their BM25 scores, with what
-        ``LexicalMatch.coverage`` needs. Touches only the query terms' postings."""
+        """The slots with a query term and their BM25 scores, with each matched term's
+        idf and postings. Touches only the query terms' postings."""
         self.settle()
         found: list[tuple[float, Slots]] = []
-        total_idf = total = 0.0
+        total = 0.0
         touched = 0
         scratch = self._scratch
         if len(scratch) < len(self._lengths):
             scratch = self._scratch = np.zeros(len(self._lengths), dtype=np.float32)
         for term in query_terms(query):
             entry = self._weights(term)
-            total_idf += entry.idf
             if len(entry.slots) == 0:
                 continue
             # Term by term in the query's order, as a dense accumulation would: the same
@@ -186,9 +185,9 @@ class BM25Index:
             # Many postings: the match keeps the scratch as its dense scores (collecting
             # them cost more than the accumulation); the next match gets a fresh one.
             self._scratch = np.zeros(0, dtype=np.float32)
-            return LexicalMatch.of_dense(scratch, found, total_idf, total)
+            return LexicalMatch.of_dense(scratch, found, total)
         hits, scores = self._collect(found)
-        return LexicalMatch(hits, scores, found, total_idf)
+        return LexicalMatch(hits, scores, found)
 
     def _collect(self, found: list[tuple[float, Slots]]) -> tuple[Slots, Floats]:
         """The touched slots in order with their scores (few of them: sorted rather than
@@ -306,26 +305,23 @@ class LexicalMatch:
     match at a large registry), with per matched term its idf and (ascending) slots.
     Either form answers every question; the sparse one is made from the dense on demand."""
 
-    __slots__ = ("_dense", "_found", "_hits", "_scores", "_total", "_total_idf")
+    __slots__ = ("_dense", "_found", "_hits", "_scores", "_total")
 
-    def __init__(
-        self, hits: Slots, scores: Floats, found: list[tuple[float, Slots]], total_idf: float
-    ) -> None:
+    def __init__(self, hits: Slots, scores: Floats, found: list[tuple[float, Slots]]) -> None:
         self._hits: Slots | None = hits
         self._scores: Floats | None = scores
         self._dense: Floats | None = None
         self._found = found
-        self._total_idf = total_idf
         self._total: float | None = None
 
     @classmethod
     def of_dense(
-        cls, dense: Floats, found: list[tuple[float, Slots]], total_idf: float, total: float
+        cls, dense: Floats, found: list[tuple[float, Slots]], total: float
     ) -> LexicalMatch:
         """``total``: the sum of every slot's score (from the terms' sums, in float64)."""
         match = cls.__new__(cls)
         match._hits = match._scores = None
-        match._dense, match._found, match._total_idf = dense, found, total_idf
+        match._dense, match._found = dense, found
         match._total = total
         return match
 
@@ -409,20 +405,3 @@ class LexicalMatch:
                 at = np.minimum(postings.searchsorted(slots), len(postings) - 1)
                 held[:, column] = postings[at] == slots
         return held
-
-    def coverage(self, slot: int) -> float:
-        """The share of the query's idf mass that the document in ``slot`` contains (0-1).
-
-        How well the best lexical match covers the task: a long, chatty task whose best
-        match shares only a word or two is weak lexical evidence, whatever its BM25 score.
-        Postings are in slot order, so membership is a binary search.
-        """
-        if self._total_idf <= 0:
-            return 0.0
-        # one slot: a scalar search per term (``words_held``'s arrays cost ~3x as much)
-        hit = 0.0
-        for idf, slots in self._found:
-            at = int(slots.searchsorted(slot))
-            if at < len(slots) and slots[at] == slot:
-                hit += idf
-        return hit / self._total_idf

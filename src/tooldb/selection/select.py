@@ -2,12 +2,12 @@
 
 Relevance: every enabled tool that passes the filters gets a dense score (cosine
 of task and tool embeddings) and a BM25 score; each is turned into a z-score
-over those tools, so neither dominates by its units, and they are blended with
-a lexical share that depends on the task: how much of the task's idf mass the
-best lexical match covers (a chatty task whose best match shares one generic
-word leans on meaning; a task naming a tool's words leans on words). The best
-``POOL`` tools by that blend are ranked, relevance scaled to 0-1 in the pool
-(measured choice: bench/select.py, docs/selection.md). Then observed
+over those tools, so neither dominates by its units, and they are blended half
+and half (``select_lexical_share``: a share that followed how much of the task
+the best lexical match covered was tuned, and did not hold on data sets left out
+of the tuning; bench/selection.py --lodo). The best ``POOL`` tools by that
+blend are ranked, relevance scaled to 0-1 in the pool (measured choice:
+bench/selection.py, docs/selection.md). Then observed
 performance, the seed design's order (closest, then most successful, then
 fastest): a success rate smoothed towards a prior (a tool with 2 calls is not
 certain; a new tool is not punished) and a latency score, both centred on a
@@ -69,10 +69,7 @@ class Filters:
 
 @dataclass(frozen=True)
 class Weights:
-    lexical_min: float
-    lexical_max: float
-    coverage_midpoint: float
-    coverage_slope: float
+    lexical_share: float
     success: float
     latency: float
     prior_calls: float
@@ -85,10 +82,7 @@ class Weights:
     @classmethod
     def from_settings(cls, settings: Settings) -> Weights:
         return cls(
-            lexical_min=settings.select_lexical_weight_min,
-            lexical_max=settings.select_lexical_weight_max,
-            coverage_midpoint=settings.select_coverage_midpoint,
-            coverage_slope=settings.select_coverage_slope,
+            lexical_share=settings.select_lexical_share,
             success=settings.select_success_weight,
             latency=settings.select_latency_weight,
             prior_calls=settings.select_prior_calls,
@@ -142,13 +136,6 @@ class Ranker:
         observed = 1.0 / (1.0 + average / self.w.latency_ref_ms)
         trust = stats.usage_count / (stats.usage_count + self.w.prior_calls)
         return 0.5 + trust * (observed - 0.5)
-
-    def lexical_share(self, coverage: float) -> float:
-        w = self.w
-        rise = 1.0 / (
-            1.0 + math.exp(-(coverage - w.coverage_midpoint) / max(w.coverage_slope, 1e-6))
-        )
-        return w.lexical_min + (w.lexical_max - w.lexical_min) * rise
 
     def final(self, relevance: float, success: float, latency: float) -> float:
         plus_success, plus_latency = self.bonuses(success, latency)
@@ -258,10 +245,9 @@ class Selector:
             query = self._embedded(task) if query_vector is None else query_vector
         learned = self._learned(query, allowed)
         lexical = AllowedLexical.of(matched, allowed, index.lexical.documents)
-        best = lexical.best
         w = self.ranker.w
         mix = Mix(
-            share=self.ranker.lexical_share(matched.coverage(best) if best is not None else 0.0),
+            share=w.lexical_share,
             twin_cosine=w.twin_cosine,
             unrelated_z=w.unrelated_z,
             unrelated_share=w.unrelated_share,

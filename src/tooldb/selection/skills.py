@@ -139,8 +139,7 @@ class SkillRanker:
         best_at = int(lexical.argmax())
         best_lexical = float(lexical[best_at])
         w = self.ranker.w
-        coverage = matched.coverage(allowed[best_at]) if best_lexical > 0 else 0.0
-        mix = Mix(self.ranker.lexical_share(coverage), w.twin_cosine, w.unrelated_z,
+        mix = Mix(w.lexical_share, w.twin_cosine, w.unrelated_z,
                   w.unrelated_share)  # fmt: skip
         lexical_spread = Spread.of(lexical, MIN_LEXICAL_SPREAD * best_lexical)
         dense_spread = Spread.of(dense, MIN_DENSE_SPREAD) if dense is not None else None
