@@ -6,6 +6,7 @@ in-process evidence matrix can tell whether another process changed the evidence
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from .schema import evidence_state, task_evidence, tools
+from .schema import evidence_state, run_steps, task_evidence, tools
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,18 @@ class EvidenceWrite:
     inserts: Sequence[dict[str, Any]] = ()
     merges: Sequence[tuple[int, float, float, float]] = ()
     deletes: Sequence[int] = ()
+
+
+def _mark(conn: sa.Connection, tenant: str, run_id: str, step: str) -> bool:
+    """Keep a run's step; False if it was kept already (the row waits for a concurrent
+    writer of the same step to end, so one of two writers gets False)."""
+    dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
+    statement = (
+        dialect.insert(run_steps)
+        .values(tenant=tenant, run_id=run_id, step=step, created_at=time.time())
+        .on_conflict_do_nothing()
+    )
+    return bool(conn.execute(statement).rowcount)
 
 
 def _bump(conn: sa.Connection, tenant: str) -> int:
@@ -114,12 +127,18 @@ class EvidenceRows:
                 found.update((int(row.id), bytes(row.vector)) for row in conn.execute(query))
         return found
 
-    def write_evidence(self, tenant: str, write: EvidenceWrite) -> tuple[int, list[int]]:
+    def write_evidence(
+        self, tenant: str, write: EvidenceWrite, *, once: tuple[str, str] | None = None
+    ) -> tuple[int, list[int]] | None:
         """Apply one learning step in one transaction; returns the new version and the ids
-        of the inserted rows (in order)."""
+        of the inserted rows (in order). ``once`` (run id, step): a submitted run's
+        learning, marked in ``run_steps`` in the same transaction; None (nothing written)
+        if the run has learned it already (workers/durable.py)."""
         table = task_evidence
         ids: list[int] = []
         with self._guard(), self.engine.begin() as conn:
+            if once is not None and not _mark(conn, tenant, *once):
+                return None
             for values in write.inserts:
                 inserted = conn.execute(
                     table.insert().values(tenant=tenant, **values).returning(table.c.id)
