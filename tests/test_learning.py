@@ -180,6 +180,20 @@ def test_a_router_run_learns_from_the_tools_it_called(catalogue: Registry, store
     assert explained and explained[0].startswith("served 1 similar task (closest")
 
 
+def test_a_run_learned_once_teaches_each_tool_once_however_often_it_is_replayed(
+    catalogue: Registry,
+) -> None:
+    """A submitted run resumed after it learned (workers/durable.py) learns nothing more."""
+    result = catalogue.run("count the words: hello world", agent=None, model=None)
+    catalogue.forget_evidence()  # the router's own learning: not what is tested here
+    tools = {use.tool for use in result.tool_calls}
+    assert catalogue.learn_from_run(result, once=True) == len(tools)
+    assert catalogue.learn_from_run(result, once=True) == 0  # the replay
+    assert [(r.tool, r.good) for r in catalogue.evidence()] == [(t, 1.0) for t in tools]
+    assert catalogue.learn_from_run(result) == len(tools)  # not once: counted again
+    assert [r.good for r in catalogue.evidence()] == [2.0] * len(tools)
+
+
 def test_descriptions_reach_select_and_search_tools(catalogue: Registry) -> None:
     selection = catalogue.select("count the words", k=2)
     assert selection.candidates[0].description == "Count the words of a text."

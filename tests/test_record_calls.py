@@ -82,6 +82,33 @@ def test_record_output_chars_bounds_the_stored_preview(store_url: str) -> None:
         assert registry.calls()[0].output_preview == "tiny"
 
 
+def test_a_call_with_a_step_keeps_its_full_result_with_its_record(store_url: str) -> None:
+    """What a submitted run's calls keep for a resumed run (workers/durable.py): written
+    with the record, by blocking and async tools alike, and also with recording off."""
+    import asyncio
+    import json
+
+    settings = Settings(embedder="hash", url=store_url, record_output_chars=5)
+    with tooldb.open(store_url, settings=settings) as registry:
+        registry.add(sample_tools.echo, sample_tools.sleep_async)
+        store, tenant = registry.store, registry.tenant
+        echoed = asyncio.run(registry.acall("echo", {"text": "héllo, world"}, run_id="r",
+                                            step="call:1"))  # fmt: skip
+        slept = asyncio.run(registry.acall("sleep_async", {"seconds": 0}, run_id="r",
+                                           step="call:2"))  # fmt: skip
+        for key, result in (("call:1", echoed), ("call:2", slept)):
+            kept = store.run_step(tenant, "r", key)
+            assert kept is not None and kept[0] == result.call_id
+            assert json.loads(kept[1] or "")["result"]["output"] == result.output
+        assert registry.calls()[-1].output_preview == "héllo"  # the record: its preview
+        assert store.run_step(tenant, "r", "call:3") is None
+    quiet = Settings(embedder="hash", url=store_url, record_calls=False)
+    with tooldb.open(store_url, settings=quiet) as registry:
+        asyncio.run(registry.acall("echo", {"text": "unrecorded"}, run_id="r", step="call:3"))
+        kept = registry.store.run_step(registry.tenant, "r", "call:3")
+        assert kept is not None and kept[0] is None and "unrecorded" in (kept[1] or "")
+
+
 def test_record_decisions_off_stores_no_selection(store_url: str) -> None:
     settings = Settings(embedder="hash", url=store_url, record_decisions=False)
     with tooldb.open(store_url, settings=settings) as registry:

@@ -35,7 +35,8 @@ def database() -> Iterator[str]:
     with scratch_database("workers") as url:
         registry = tooldb.open(url, settings=Settings(embedder="hash", url=url))
         properties = {"tag": {"type": "string"}, "turn": {"type": "integer"},
-                      "call": {"type": "integer"}, "ms": {"type": "integer"}}  # fmt: skip
+                      "call": {"type": "integer"}, "ms": {"type": "integer"},
+                      "size": {"type": "integer"}}  # fmt: skip
         for name, metadata in (
             ("effect", {}),
             ("overlap", {"max_concurrency": 2}),
@@ -154,9 +155,16 @@ def test_a_worker_killed_mid_run_leaves_every_run_completed_and_no_completed_cal
     registry: Registry, workers: Workers
 ) -> None:
     doomed, survivor = workers.start(concurrency=10, count=2)
+    size = registry.settings.record_output_chars + 1000  # longer than a record's preview
     run_ids = [
         registry.submit(
-            plan(tool="effect", turns=4, arguments={"tag": f"k{i}", "ms": 150}), model=MODEL
+            plan(
+                tool="effect",
+                turns=4,
+                report=True,
+                arguments={"tag": f"k{i}", "ms": 150, "size": size},
+            ),
+            model=MODEL,
         )
         for i in range(20)
     ]
@@ -170,6 +178,9 @@ def test_a_worker_killed_mid_run_leaves_every_run_completed_and_no_completed_cal
     assert len(done_before) < 80  # the runs were under way, not finished
     results = [registry.wait(run_id, timeout_s=60) for run_id in run_ids]
     assert [r.status for r in results] == [RunStatus.SUCCESS] * 20
+    # every run's model read its 4 results in full, the reused ones too
+    read = [sum(len(f"effect k{i}/{turn}/0") + size for turn in range(4)) for i in range(20)]
+    assert [r.output for r in results] == [f"done after 4 turns, {n} characters read" for n in read]
     lines = workers.lines()
     runs_of = collections.defaultdict(list)
     for line in lines:
@@ -323,34 +334,40 @@ def test_the_cli_submits_waits_lists_and_cancels(
     assert "need a PostgreSQL registry" in refused
 
 
-def test_a_resumed_call_reuses_its_record_and_never_reruns_a_non_idempotent_tool(
+def test_a_resumed_call_reuses_its_full_result_and_never_reruns_a_non_idempotent_tool(
     registry: Registry, workers: Workers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The step body of a call whose turn an earlier execution made (durable.py): what a
+    """A call of a turn an earlier execution made (durable.py's ``run_call``): what a
     resumed run does for each case of a call that may have been in flight."""
     import asyncio
 
-    from tooldb.workers.durable import step_body
+    from tooldb.workers.durable import CallInterrupted, run_call
 
     monkeypatch.setenv("WORKER_EFFECTS", str(workers.effects))
-    run_id, began = "resumed-run", time.time()
-    recorded = registry.call("effect", {"tag": "done"}, run_id=run_id)  # completed, recorded
+    run_id = f"resumed-{time.time_ns()}"
+    size = registry.settings.record_output_chars + 1000  # longer than the record's preview
+
+    def call(name: str, arguments: dict[str, Any], key: str, earlier: bool) -> Any:
+        return asyncio.run(run_call(registry, name, arguments, run_id, key, earlier=earlier))
+
+    first = call("effect", {"tag": "done", "size": size}, "call:t1:effect:a:0", False)
+    assert len(first.output) > size and len(workers.lines()) == 1  # ran, recorded, kept
+    (record,) = registry.calls(run_id=run_id)
+    assert record.id == first.call_id and len(record.output_preview or "") < len(first.output)
+    reused = call("effect", {"tag": "done", "size": size}, "call:t1:effect:a:0", True)
+    assert reused == first and len(workers.lines()) == 1  # the full output, not run again
+    with pytest.raises(CallInterrupted):  # a non-idempotent call without a kept result
+        call("transfer", {"tag": "t", "ms": 0}, "call:t1:transfer:b:0", True)
     assert len(workers.lines()) == 1
-    earlier = {"earlier": True, "at": began}
-
-    def step(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        return asyncio.run(step_body(registry, name, arguments, run_id, earlier))
-
-    reused = step("effect", {"tag": "done"})["result"]
-    assert reused["call_id"] == recorded.call_id and reused["output"] == recorded.output
-    assert len(workers.lines()) == 1  # not run again
-    assert step("transfer", {"tag": "t", "ms": 0}) == {"interrupted": "transfer"}
-    assert len(workers.lines()) == 1  # a non-idempotent call without a record: not run
-    assert step("effect", {"tag": "other"})["result"]["success"]  # idempotent: run again
+    assert call("effect", {"tag": "other"}, "call:t1:effect:c:0", True).success  # run again
     assert len(workers.lines()) == 2
-    fresh = asyncio.run(step_body(registry, "transfer", {"tag": "f", "ms": 0}, run_id,
-                                  {"earlier": False, "at": began}))  # fmt: skip
-    assert fresh["result"]["success"] and len(workers.lines()) == 3  # a first execution runs
+    assert call("transfer", {"tag": "f", "ms": 0}, "call:t2:transfer:d:0", False).success
+    assert len(workers.lines()) == 3  # a call of this execution's turn runs
+    rejected = {"tag": 5}  # does not bind: recorded as rejected, and kept so
+    for earlier in (False, True):
+        with pytest.raises(tooldb.ArgumentError, match="tag"):
+            call("effect", rejected, "call:t3:effect:e:0", earlier)
+    assert len(registry.calls(run_id=run_id)) == 4  # the replayed rejection: not again
 
 
 def test_a_tenant_limit_of_1_runs_its_runs_one_at_a_time_across_workers(

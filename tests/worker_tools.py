@@ -14,11 +14,12 @@ def _write(entry: dict[str, object]) -> None:
         out.write(json.dumps(entry) + "\n")  # one short write: atomic with O_APPEND
 
 
-def effect(tag: str = "", turn: int = 0, call: int = 0, ms: int = 0) -> str:
-    """Waits ``ms``, then writes its effect: the call is done."""
+def effect(tag: str = "", turn: int = 0, call: int = 0, ms: int = 0, size: int = 0) -> str:
+    """Waits ``ms``, then writes its effect: the call is done (its output padded with
+    ``size`` dots: longer than a record's preview, say)."""
     time.sleep(ms / 1000)
     _write({"key": f"{tag}/{turn}/{call}", "pid": os.getpid()})
-    return f"effect {tag}/{turn}/{call}"
+    return f"effect {tag}/{turn}/{call}" + "." * size
 
 
 def overlap(tag: str = "", turn: int = 0, call: int = 0, ms: int = 50) -> str:

@@ -26,6 +26,7 @@ from pydantic_core import to_jsonable_python
 from .execution import Outcome
 from .settings import Settings
 from .stores import RunMessages, Store
+from .stores.call_sql import json_text
 from .stores.storable import storable_arguments, storable_text
 from .types import ErrorKind, Selection, ToolRecord, ToolResult
 
@@ -41,13 +42,25 @@ class Recorder:
         self.session_id = uuid.uuid4().hex
 
     def record(
-        self, tool: ToolRecord, arguments: Any, outcome: Outcome, *, run_id: str | None = None
+        self,
+        tool: ToolRecord,
+        arguments: Any,
+        outcome: Outcome,
+        *,
+        run_id: str | None = None,
+        step: str | None = None,
     ) -> int | None:
-        """Log one call; returns its id (None when recording is off)."""
+        """Log one call; returns its id (None when recording is off). ``step``: the key
+        under which a submitted run keeps the call's full result, in the record's
+        transaction (workers/durable.py); kept even when recording is off."""
+        kept = (step, step_result(outcome)) if step is not None and run_id else None
         if not self.enabled:
+            if kept is not None and run_id:
+                self.store.put_run_step(self.tenant, run_id, *kept)
             return None
         counted = outcome.error_kind is not ErrorKind.ARGUMENTS
-        return self.store.record_call(self.row(tool, arguments, outcome, run_id), counted=counted)
+        row = self.row(tool, arguments, outcome, run_id)
+        return self.store.record_call(row, counted=counted, step=kept)
 
     def row(
         self, tool: ToolRecord, arguments: Any, outcome: Outcome, run_id: str | None
@@ -147,6 +160,14 @@ class HeldRecords:
             result.call_id = call_id
         for selection, decision_id in zip(selections, decision_ids, strict=True):
             selection.decision_id = decision_id
+
+
+def step_result(outcome: Outcome) -> str:
+    """A call's outcome as a submitted run keeps it (JSON text): the whole ToolResult
+    (but its record's id) and why it failed, which a resumed run gives back as it was."""
+    kind = outcome.error_kind.value if outcome.error_kind else None
+    result = to_jsonable_python(outcome.result, fallback=repr, exclude={"call_id"})
+    return json_text({"result": result, "error_kind": kind})
 
 
 def _capped(error: str | None, chars: int) -> str | None:

@@ -272,7 +272,7 @@ def subagent(run: _Run) -> Builtin:
             limits=limits,
             agent=run.loop.agent,
             tracer=run.loop.tracer,
-            call_tool=run.loop.call_tool,  # a durable run's sub-agent calls are steps too
+            call_tool=run.loop.call_tool,  # a durable run's sub-agent calls are kept too
         )
         result = await child.arun(task, parent=context)
         data = {"run_id": result.run_id, "status": result.status.value}

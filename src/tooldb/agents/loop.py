@@ -66,7 +66,7 @@ class AgentLoop:
     ``subagents`` offers the ``subagent`` tool. ``tool_choice`` applies to the first
     turn (``required`` then relaxes to ``auto`` so the model can answer).
     ``builtins`` adds loop-implemented tools. ``call_tool`` replaces the registry's
-    ``acall`` for the run's tool calls (``tooldb.workers`` runs each as a durable step);
+    ``acall`` for the run's tool calls (``tooldb.workers`` keeps each for a resumed run);
     its records are then committed one by one, never held.
     """
 

@@ -87,6 +87,7 @@ class CallPath:
         timeout_s: float | None = None,
         inline: bool = False,
         record_also: RecordAlso | None = None,
+        step: str | None = None,
     ) -> ToolResult:
         """``call`` for code already inside an event loop.
 
@@ -100,33 +101,35 @@ class CallPath:
         tool runs, and given the result of a call that ran: the run messages it returns
         are written in the record's transaction, and the record is held in its
         ``held`` group, committed with the others when the loop is about to wait.
+        ``step``: a submitted run's key for the call, under which its record's
+        transaction keeps the full result for a resumed run (workers/durable.py).
         """
         if inline:  # nothing runs meanwhile, so nobody can give up halfway: no InlineCall
             with calling(self._registry):
-                step = self._call_inline(name, arguments, run_id, timeout_s, record_also)
+                hop = self._call_inline(name, arguments, run_id, timeout_s, record_also)
         else:
             one_hop = InlineCall(
-                lambda: self._bind_recording_rejects(name, arguments, run_id),
+                lambda: self._bind_recording_rejects(name, arguments, run_id, step=step),
                 lambda bound: (self._executor(bound.tool), self._timeout(bound.tool, timeout_s)),
-                lambda bound, outcome: self._finish(bound, outcome, run_id),
+                lambda bound, outcome: self._finish(bound, outcome, run_id, step=step),
             )
             try:
                 with calling(self._registry):
-                    step = await run_blocking(one_hop.in_thread)
+                    hop = await run_blocking(one_hop.in_thread)
             except asyncio.CancelledError:
                 one_hop.give_up()
                 raise
-        if isinstance(step, ToolResult):  # a blocking tool: bound, run and recorded there
-            return step
-        bound = step
+        if isinstance(hop, ToolResult):  # a blocking tool: bound, run and recorded there
+            return hop
+        bound = hop
         timeout = self._timeout(bound.tool, timeout_s)
 
         def record_cancelled(outcome: Outcome) -> None:
-            self._finish(bound, outcome, run_id)
+            self._finish(bound, outcome, run_id, step=step)
 
         with calling(self._registry):
             outcome = await aexecute(self._executor(bound.tool), bound, timeout, record_cancelled)
-        return await run_blocking(self._finish, bound, outcome, run_id)
+        return await run_blocking(self._finish, bound, outcome, run_id, None, step)
 
     async def acall_many(
         self,
@@ -199,7 +202,12 @@ class CallPath:
         return self._finish(bound, outcome, run_id, also)
 
     def _bind_recording_rejects(
-        self, name: str, arguments: Any, run_id: str | None, held: HeldRecords | None = None
+        self,
+        name: str,
+        arguments: Any,
+        run_id: str | None,
+        held: HeldRecords | None = None,
+        step: str | None = None,
     ) -> BoundCall:
         tool, binder = self._resolve(name)
         try:
@@ -209,7 +217,7 @@ class CallPath:
             if held is not None:  # in order with the records held before it
                 held.hold(tool, arguments, rejected, run_id, None)
             else:
-                self.recorder.record(tool, arguments, rejected, run_id=run_id)
+                self.recorder.record(tool, arguments, rejected, run_id=run_id, step=step)
             raise
 
     def _finish(
@@ -218,13 +226,16 @@ class CallPath:
         outcome: Outcome,
         run_id: str | None,
         also: RecordAlso | None = None,
+        step: str | None = None,
     ) -> ToolResult:
         result = outcome.result
         if also is not None and also.held is not None and self.recorder.enabled:
             # with the turn's messages; its call_id comes with the commit
             also.held.hold(bound.tool, bound.arguments, outcome, run_id, also(result))
             return result
-        result.call_id = self.recorder.record(bound.tool, bound.arguments, outcome, run_id=run_id)
+        result.call_id = self.recorder.record(
+            bound.tool, bound.arguments, outcome, run_id=run_id, step=step
+        )
         return result
 
     def _resolve(self, name: str) -> tuple[ToolRecord, Binder]:

@@ -57,6 +57,11 @@ class Learning:
     def learn(self, task: str, tool: str, *, good: bool = True) -> bool:
         """Store ``task`` as evidence for (``good``) or against ``tool``; False when this
         registry does not learn (no embedder, or ``select_learning`` off)."""
+        return self._learn(task, tool, good, None)
+
+    def _learn(self, task: str, tool: str, good: bool, once: tuple[str, str] | None) -> bool:
+        """``learn``; with ``once`` (run id, step) only if that run has not learned it yet
+        (marked in the evidence's transaction: False when it had)."""
         task = check_request(task, 1)
         if not isinstance(tool, str) or self.store.tool_head(self.tenant, tool) is None:
             raise NotFound(f"no tool named {tool!r} in tenant {self.tenant!r}")
@@ -71,8 +76,10 @@ class Learning:
                 tool, task, vector, 1.0 if good else 0.0, 0.0 if good else 1.0,
                 selector.evidence_weights, time.time(),
             )  # fmt: skip
-            version, ids = self.store.write_evidence(self.tenant, write)
-            evidence.apply(write, version, ids)
+            written = self.store.write_evidence(self.tenant, write, once=once)
+            if written is None:
+                return False
+            evidence.apply(write, *written)
         return True
 
     def feedback(self, decision_id: int, tool: str, *, good: bool = True) -> bool:
@@ -85,9 +92,11 @@ class Learning:
             raise NotFound(f"no decision {decision_id} in tenant {self.tenant!r}")
         return self.learn(str(decision["task"]), tool, good=good)
 
-    def learn_from_run(self, result: RunResult) -> int:
+    def learn_from_run(self, result: RunResult, *, once: bool = False) -> int:
         """Evidence from a finished run: each registry tool it called, for (any call
-        succeeded) or against (every call failed) the run's task. Returns rows written."""
+        succeeded) or against (every call failed) the run's task. Returns rows written.
+        ``once``: a run that may be executed again (a submitted run, resumed by another
+        worker) teaches each tool once, whatever the number of executions."""
         if not result.task.strip() or self.selector.evidence is None:
             return 0
         outcomes: dict[str, bool] = {}
@@ -97,7 +106,8 @@ class Learning:
         learned = 0
         for tool, good in outcomes.items():
             if tool in known:  # not the loop's built-ins (search_tools, load_skill ...)
-                learned += self.learn(result.task, tool, good=good)
+                mark = (result.run_id, f"learn:{tool}") if once else None
+                learned += self._learn(result.task, tool, good, mark)
         return learned
 
     def evidence(self, *, tool: str | None = None, limit: int = 50) -> list[EvidenceRow]:

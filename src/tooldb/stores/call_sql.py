@@ -1,5 +1,6 @@
 """The prebuilt SQL that records one call (``SQLStore.record_call``): the insert into
-``calls`` and, for a counted call, the relative update of its tool's statistics, in
+``calls``, for a counted call the relative update of its tool's statistics and, for a
+call of a submitted run, its full result kept in ``run_steps`` (workers/durable.py), in
 the driver's own paramstyle, as one transaction per dialect's cheapest way.
 """
 
@@ -22,7 +23,9 @@ _CALL_COLUMNS = (
 _call_values = operator.itemgetter(*_CALL_COLUMNS[1:])
 #: What a counted call adds to its tool: (success 0 or 1, duration_ms, started_at, tool_id).
 Stats = tuple[int, float, float, int]
-CallWriter = Callable[[PoolProxiedConnection, tuple[Any, ...], Stats | None], int]
+#: A submitted run's call kept as a step: (tenant, run id, step, result JSON, created at).
+Step = tuple[str, str, str, str, float]
+CallWriter = Callable[[PoolProxiedConnection, tuple[Any, ...], Stats | None, Step | None], int]
 
 _SQLITE_INSERT_CALL = (
     f"INSERT INTO calls ({', '.join(_CALL_COLUMNS)}) VALUES ({', '.join('?' * len(_CALL_COLUMNS))})"
@@ -38,13 +41,25 @@ _PG_INSERT_CALL = (
     " RETURNING id"
 )
 # Data-modifying CTEs run exactly once and to completion, all in the one statement.
-_PG_INSERT_CALL_AND_STATS = (
-    f"WITH recorded AS ({_PG_INSERT_CALL}), counted AS ("
-    "UPDATE tools SET usage_count = usage_count + 1, success_count = success_count + %s,"
-    " total_duration_ms = total_duration_ms + %s,"
-    " last_used = greatest(coalesce(last_used, 0), %s) WHERE id = %s"
-    ") SELECT id FROM recorded"
+_PG_STATS = (
+    ", counted AS (UPDATE tools SET usage_count = usage_count + 1,"
+    " success_count = success_count + %s, total_duration_ms = total_duration_ms + %s,"
+    " last_used = greatest(coalesce(last_used, 0), %s) WHERE id = %s)"
 )
+# A run's step (tenant, run, step, result, created_at) with the record's id: a replayed
+# execution that records the same step again (a partitioned worker) keeps the first.
+_STEP_INSERT = "INSERT INTO run_steps (tenant, run_id, step, call_id, result, created_at)"
+_PG_STEP = (
+    f", kept AS ({_STEP_INSERT} SELECT %s, %s, %s, id, %s, %s FROM recorded ON CONFLICT DO NOTHING)"
+)
+#: (with stats, with a step) -> the one statement.
+_PG_RECORD = {
+    (stats, step): f"WITH recorded AS ({_PG_INSERT_CALL}){_PG_STATS if stats else ''}"
+    f"{_PG_STEP if step else ''} SELECT id FROM recorded"
+    for stats in (False, True)
+    for step in (False, True)
+}
+_SQLITE_INSERT_STEP = f"{_STEP_INSERT} VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
 
 
 def call_params(row: dict[str, Any], counted: bool) -> tuple[tuple[Any, ...], Stats | None]:
@@ -68,35 +83,48 @@ def json_text(value: Any) -> str:
         return json.dumps(value)
 
 
-def insert_call(cursor: Any, dialect: str, values: tuple[Any, ...], stats: Stats | None) -> int:
+def insert_call(
+    cursor: Any,
+    dialect: str,
+    values: tuple[Any, ...],
+    stats: Stats | None,
+    step: Step | None = None,
+) -> int:
     """Record one call with the writer's cursor, inside the writer's transaction."""
     if dialect == "sqlite":
         cursor.execute(_SQLITE_INSERT_CALL, values)
         call_id: int = cursor.lastrowid
         if stats is not None:
             cursor.execute(_SQLITE_UPDATE_STATS, stats)
+        if step is not None:
+            tenant, run_id, key, result, created_at = step
+            cursor.execute(_SQLITE_INSERT_STEP, (tenant, run_id, key, call_id, result, created_at))
         return call_id
-    if stats is None:
-        cursor.execute(_PG_INSERT_CALL, values)
-    else:
-        cursor.execute(_PG_INSERT_CALL_AND_STATS, values + stats)
+    params = values + (stats or ()) + (step or ())
+    cursor.execute(_PG_RECORD[stats is not None, step is not None], params)
     return int(cursor.fetchone()[0])
 
 
 def _write_call_sqlite(
-    connection: PoolProxiedConnection, values: tuple[Any, ...], stats: Stats | None
+    connection: PoolProxiedConnection,
+    values: tuple[Any, ...],
+    stats: Stats | None,
+    step: Step | None = None,
 ) -> int:
     """Insert and update inside ``BEGIN IMMEDIATE`` (the write lock up front, as in
     sqlite.py), committed before returning."""
     ids: list[int] = []
     _transaction_sqlite(
-        connection, lambda cursor: ids.append(insert_call(cursor, "sqlite", values, stats))
+        connection, lambda cursor: ids.append(insert_call(cursor, "sqlite", values, stats, step))
     )
     return ids[0]
 
 
 def _write_call_postgres(
-    connection: PoolProxiedConnection, values: tuple[Any, ...], stats: Stats | None
+    connection: PoolProxiedConnection,
+    values: tuple[Any, ...],
+    stats: Stats | None,
+    step: Step | None = None,
 ) -> int:
     """One statement in autocommit mode: atomic on its own, and one round trip instead
     of four (BEGIN, INSERT, UPDATE, COMMIT). The pooled connection goes back to
@@ -105,7 +133,7 @@ def _write_call_postgres(
     driver.autocommit = True
     try:
         with driver.cursor() as cursor:
-            return insert_call(cursor, "postgresql", values, stats)
+            return insert_call(cursor, "postgresql", values, stats, step)
     finally:
         if not driver.closed:
             driver.autocommit = False

@@ -6,6 +6,7 @@ in-process evidence matrix can tell whether another process changed the evidence
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -40,6 +41,21 @@ class EvidenceWrite:
     inserts: Sequence[dict[str, Any]] = ()
     merges: Sequence[tuple[int, float, float, float]] = ()
     deletes: Sequence[int] = ()
+
+
+#: Plain text, cached compiled: a dialect's ``insert().on_conflict_do_nothing()`` is
+#: compiled afresh on every execution (~1 ms), and both dialects take this.
+_MARK = sa.text(
+    "INSERT INTO run_steps (tenant, run_id, step, created_at)"
+    " VALUES (:tenant, :run_id, :step, :at) ON CONFLICT DO NOTHING"
+)
+
+
+def _mark(conn: sa.Connection, tenant: str, run_id: str, step: str) -> bool:
+    """Keep a run's step; False if it was kept already (the row waits for a concurrent
+    writer of the same step to end, so one of two writers gets False)."""
+    params = {"tenant": tenant, "run_id": run_id, "step": step, "at": time.time()}
+    return bool(conn.execute(_MARK, params).rowcount)
 
 
 def _bump(conn: sa.Connection, tenant: str) -> int:
@@ -114,12 +130,18 @@ class EvidenceRows:
                 found.update((int(row.id), bytes(row.vector)) for row in conn.execute(query))
         return found
 
-    def write_evidence(self, tenant: str, write: EvidenceWrite) -> tuple[int, list[int]]:
+    def write_evidence(
+        self, tenant: str, write: EvidenceWrite, *, once: tuple[str, str] | None = None
+    ) -> tuple[int, list[int]] | None:
         """Apply one learning step in one transaction; returns the new version and the ids
-        of the inserted rows (in order)."""
+        of the inserted rows (in order). ``once`` (run id, step): a submitted run's
+        learning, marked in ``run_steps`` in the same transaction; None (nothing written)
+        if the run has learned it already (workers/durable.py)."""
         table = task_evidence
         ids: list[int] = []
         with self._guard(), self.engine.begin() as conn:
+            if once is not None and not _mark(conn, tenant, *once):
+                return None
             for values in write.inserts:
                 inserted = conn.execute(
                     table.insert().values(tenant=tenant, **values).returning(table.c.id)

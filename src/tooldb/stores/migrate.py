@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-HEAD = "0014_skill_vectors"
+HEAD = "0015_run_steps"
 VERSION_TABLE = "alembic_version"
 
 

@@ -432,6 +432,22 @@ run_plans = sa.Table(
     sa.Column("updated_at", sa.Float, nullable=False),
 )
 
+#: What a submitted run did that tooldb keeps for its resumption instead of DBOS
+#: (workers/durable.py, migration 0015): each tool call's full result under a key naming
+#: its turn and arguments (``call_id``: its record), and a marker per tool the finished
+#: run taught selection (``learn:TOOL``). A resumed run reuses a call's result rather than
+#: run it again, and learns from a tool only once. ``result`` is JSON text, read whole.
+run_steps = sa.Table(
+    "run_steps",
+    metadata,
+    sa.Column("tenant", sa.Text, primary_key=True),
+    sa.Column("run_id", sa.Text, primary_key=True),
+    sa.Column("step", sa.Text, primary_key=True),
+    sa.Column("call_id", sa.BigInteger, nullable=True),
+    sa.Column("result", sa.Text, nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
 #: The HTTP server's API keys (server/auth.py, migration 0010): only each key's SHA-256
 #: is kept, with a short prefix to name it; one tenant and one scope per key.
 api_keys = sa.Table(

@@ -55,6 +55,7 @@ SCOPES: dict[str, str] = {
     "task_evidence": "tenant = {tenant}",
     "evidence_state": "tenant = {tenant}",
     "skill_vectors": "tenant = {tenant}",
+    "run_steps": "tenant = {tenant}",
 }
 
 TENANT_SETTING = "tooldb.tenant"

@@ -1,6 +1,6 @@
 """Past one machine: runs submitted to a queue in the registry's PostgreSQL and executed
 by worker processes on any number of hosts, durably (DBOS workflows whose steps are the
-model turns and tool calls). See docs/scale.md.
+model turns; each tool call's result kept with its record). See docs/scale.md.
 
 Importing this package does not import ``dbos``: ``submit``/``wait``/``cancel`` load it
 when called, ``tooldb.workers.worker`` when imported (the ``workers`` extra)."""

@@ -1,20 +1,29 @@
-"""A submitted run as a DBOS workflow whose steps are its model turns and tool calls.
+"""A submitted run as a DBOS workflow whose model turns are steps and whose tool calls
+are kept with their records.
 
 The agent loop runs unchanged (agents/loop.py); two seams make it durable: its model is
-wrapped so each turn is a step (``StepModel``), and its ``call_tool`` runs each call as
-steps (``durable_call``). A worker that dies mid-run leaves the workflow ``PENDING``;
-another worker recovers it (worker.py) and DBOS re-executes the workflow function, which
-replays the loop: every step whose output was checkpointed returns that output without
-running again (no model asked twice, no completed call run twice), so the loop reaches
-the step where the dead worker stopped and goes on from there.
+wrapped so each turn is a DBOS step (``StepModel``), and its ``call_tool`` keeps each
+call's full result in ``run_steps``, written in the transaction of the call's record
+(``durable_call``). A worker that dies mid-run leaves the workflow ``PENDING``; another
+worker recovers it (worker.py) and DBOS re-executes the workflow function, which replays
+the loop: every turn whose output was checkpointed returns that output without asking
+the model again, and every call that completed returns its kept result (the full
+ToolResult the model was given) without running again, so the loop reaches the point
+where the dead worker stopped and goes on from there.
 
-A tool call is one step: it runs the tool (which records the call in tooldb) and
-checkpoints its result. A model turn's checkpoint carries a token naming the execution
-that made it; a call whose body runs after a turn made by an earlier execution may have
-been in flight when that execution's worker died. It looks for the call's record (the
-call completed and was recorded but not checkpointed) and reuses it; without one, a tool
-whose metadata says ``idempotent: false`` is not run again blindly: the run ends
-``interrupted`` with ``requires_review``. Idempotent tools are run again.
+A call is not a DBOS step of its own: its record is written anyway, and a step would
+add a checkpoint read and insert to it (two of the ~65 transactions of a 5-turn run,
+per call). A turn's checkpoint carries a token naming the execution that made it; the
+calls of a turn this execution made are new (nothing to look for), while a call of a
+turn an earlier execution made may have completed or been in flight when that
+execution's worker died: its kept result is looked for (then reused), and without one
+a tool whose metadata says ``idempotent: false`` is not run again blindly: the run ends
+``interrupted`` with ``requires_review``. Idempotent tools are run again. A call's key
+names its turn (the checkpointed token), its tool, its arguments and its rank among
+the turn's identical calls: the same on every execution.
+
+The finished run's evidence is marked per tool in ``run_steps`` in the transaction
+that writes it, so a run resumed after it does not learn twice (no step either).
 
 The run's row and messages are rewritten by a replay (the replayed loop writes them
 again); the records of calls are not, since replayed calls do not run.
@@ -23,9 +32,13 @@ again); the records of calls are not, since replayed calls do not run.
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import contextvars
-import time
+import hashlib
+import json
 import uuid
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -34,7 +47,8 @@ from dbos import DBOS
 from ..agents.run import task_loop
 from ..errors import ArgumentError, ToolDBError
 from ..models.base import Message, Model, ModelTurn, ToolChoice, ToolSchema
-from ..stores.schema import calls, run_messages, runs
+from ..stores.call_sql import json_text
+from ..stores.schema import run_messages, runs
 from ..types import AgentSpec, RunResult, RunStatus, ToolResult
 from . import state
 from .engine import WORKFLOW_NAME
@@ -49,18 +63,35 @@ class CallInterrupted(BaseException):
     a tool error the model is told about)."""
 
 
-#: The token of the model turn whose calls the current task makes: which execution
-#: checkpointed it (a nonce) and when. Set by the turn, read by its calls (asyncio
-#: tasks copy the context they start in: the calls start after their turn).
-_TURN: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "tooldb_turn", default=None
-)
+@dataclass
+class Turn:
+    """The model turn whose calls the current task makes: its checkpointed token, and
+    whether an earlier execution made it (its calls may have run already)."""
+
+    token: str
+    earlier: bool
+    seen: collections.Counter[str] = field(default_factory=collections.Counter)
+
+    def key(self, name: str, arguments: dict[str, Any]) -> str:
+        """The call's key in ``run_steps``: the same on every execution of the run (the
+        turn is replayed, so are its calls and their order among identical ones)."""
+        text = json.dumps(arguments, sort_keys=True, default=repr)
+        digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+        base = f"call:{self.token}:{name}:{digest}"
+        rank = self.seen[base]
+        self.seen[base] += 1
+        return f"{base}:{rank}"
+
+
+#: Set by each turn, read by its calls (asyncio tasks copy the context they start in:
+#: the calls start after their turn, and share its ``Turn``).
+_TURN: contextvars.ContextVar[Turn | None] = contextvars.ContextVar("tooldb_turn", default=None)
 
 
 class StepModel:
     """A model whose every turn is a DBOS step: a resumed run is not asked again. The
-    step's output carries a token saying which execution made it and when: a turn that
-    an earlier execution made tells its calls they may have been in flight."""
+    step's output carries a token saying which execution made it: a turn that an
+    earlier execution made tells its calls they may have run."""
 
     def __init__(self, inner: Model) -> None:
         self.inner = inner
@@ -73,53 +104,65 @@ class StepModel:
 
         async def turn() -> dict[str, Any]:
             made = await self.inner.complete(messages, tools, tool_choice)
-            return {"turn": made.model_dump(mode="json"), "nonce": nonce, "at": time.time()}
+            return {"turn": made.model_dump(mode="json"), "nonce": nonce}
 
         data = await DBOS.run_step_async({"name": "model_turn"}, turn)
-        _TURN.set({"earlier": data["nonce"] != nonce, "at": data["at"]})
+        _TURN.set(Turn(data["nonce"], earlier=data["nonce"] != nonce))
         return ModelTurn.model_validate(data["turn"])
 
 
 def durable_call(registry: Registry) -> Any:
-    """The loop's ``call_tool`` for a run of ``registry``'s tenant: the call as one step.
-    Its body runs only if no execution checkpointed it; when the turn that asked for it
-    was made by an earlier execution, the call may have been in flight when that
-    execution's worker died: its record is looked for (then reused), and a tool that
-    is not idempotent is not run again."""
+    """The loop's ``call_tool`` for a run of ``registry``'s tenant (see the module)."""
 
     async def call_tool(name: str, arguments: dict[str, Any], run_id: str) -> ToolResult:
-        turn = _TURN.get() or {"earlier": False, "at": time.time()}
-        outcome = await DBOS.run_step_async(
-            {"name": f"tool:{name}"}, step_body, registry, name, arguments, run_id, turn
-        )
-        if "argument_error" in outcome:
-            raise ArgumentError(outcome["argument_error"])
-        if "error" in outcome:
-            raise ToolDBError(outcome["error"])
-        if "interrupted" in outcome:
-            raise CallInterrupted(outcome["interrupted"])
-        return ToolResult.model_validate(outcome["result"])
+        turn = _TURN.get()
+        if turn is None:  # the loop asks its model before any call
+            raise ToolDBError(f"call of {name!r} outside a model turn in run {run_id}")
+        return await run_call(registry, name, arguments, run_id, turn.key(name, arguments),
+                              earlier=turn.earlier)  # fmt: skip
 
     return call_tool
 
 
-async def step_body(
-    registry: Registry, name: str, arguments: dict[str, Any], run_id: str, turn: dict[str, Any]
-) -> dict[str, Any]:
-    """What a call's step does when no execution checkpointed it (its output: JSON)."""
-    if turn["earlier"]:  # the call may have been in flight when a worker died
-        found = _recorded(registry, run_id, name, arguments, turn["at"])
-        if found is not None:
-            return {"result": found.model_dump(mode="json")}
+async def run_call(
+    registry: Registry,
+    name: str,
+    arguments: dict[str, Any],
+    run_id: str,
+    key: str,
+    *,
+    earlier: bool,
+) -> ToolResult:
+    """One call of a submitted run under its key: reused if an earlier execution kept
+    it, interrupted if it may have been in flight and its tool is not idempotent, else
+    run (and kept with its record). Raises as ``Registry.acall`` does."""
+    if earlier:  # the call may have run when a worker died
+        kept = registry.store.run_step(registry.tenant, run_id, key)
+        if kept is not None:
+            return _reused(*kept)
         if not _idempotent(registry, name):
-            return {"interrupted": name}
+            raise CallInterrupted(name)
     try:
-        result = await registry.acall(name, arguments, run_id=run_id)
-    except ArgumentError as exc:
-        return {"argument_error": str(exc)}
-    except ToolDBError as exc:
-        return {"error": str(exc)}
-    return {"result": result.model_dump(mode="json")}
+        return await registry.acall(name, arguments, run_id=run_id, step=key)
+    except ArgumentError:
+        raise  # recorded, and kept with its record
+    except ToolDBError as exc:  # not recorded (unknown or disabled tool, store failure)
+        failed = json_text({"error": str(exc)})  # what the model is told, on replay too
+        with contextlib.suppress(ToolDBError):
+            registry.store.put_run_step(registry.tenant, run_id, key, failed)
+        raise
+
+
+def _reused(call_id: int | None, text: str | None) -> ToolResult:
+    """A kept call as the loop got it the first time (or the error it raised)."""
+    kept = json.loads(text or "{}")
+    if "result" not in kept:
+        raise ToolDBError(str(kept.get("error", "the call failed")))
+    result = ToolResult.model_validate(kept["result"])
+    if kept.get("error_kind") == "arguments":
+        raise ArgumentError(result.error or result.output)
+    result.call_id = call_id
+    return result
 
 
 def _idempotent(registry: Registry, name: str) -> bool:
@@ -128,42 +171,6 @@ def _idempotent(registry: Registry, name: str) -> bool:
     except ToolDBError:
         return True  # gone: running it again fails cleanly
     return tool.spec.metadata.get("idempotent", True) is not False
-
-
-def _recorded(
-    registry: Registry, run_id: str, name: str, arguments: dict[str, Any], since: float
-) -> ToolResult | None:
-    """The record of this run's call of ``name`` with these arguments that started after
-    the call began (it completed, but its worker died before the step's checkpoint)."""
-    query = (
-        sa.select(
-            calls.c.id,
-            calls.c.success,
-            calls.c.error,
-            calls.c.output_preview,
-            calls.c.duration_ms,
-            calls.c.arguments,
-        )
-        .where(
-            calls.c.tenant == registry.tenant,
-            calls.c.run_id == run_id,
-            calls.c.tool_name == name,
-            calls.c.started_at >= since - 1.0,  # clocks of two hosts: a second's slack
-        )
-        .order_by(calls.c.id)
-    )
-    with registry.store.engine.connect() as conn:  # type: ignore[attr-defined]
-        for row in conn.execute(query):
-            recorded = row.arguments if isinstance(row.arguments, dict) else {}
-            if all(recorded.get(key) == value for key, value in arguments.items()):
-                return ToolResult(
-                    success=row.success,
-                    output=row.output_preview or (row.error or ""),
-                    error=row.error,
-                    duration_ms=row.duration_ms,
-                    call_id=row.id,
-                )
-    return None
 
 
 def restart_run(registry: Registry, run_id: str) -> None:
@@ -262,13 +269,9 @@ async def _run(
 
 async def _learn(registry: Registry, result: RunResult) -> None:
     """The tools that served the run learn its task as evidence, as ``run_task`` does in
-    one process (the router's step learns inside ``Registry.run``). A step of its own,
-    so a run resumed after it does not store the evidence twice."""
-
-    async def learn() -> int:
-        return await asyncio.to_thread(registry.learn_from_run, result)
-
-    await DBOS.run_step_async({"name": "learn"}, learn)
+    one process (the router's step learns inside ``Registry.run``): once per tool, marked
+    in the evidence's transaction, so a run resumed after it does not learn twice."""
+    await asyncio.to_thread(registry.learn_from_run, result, once=True)
 
 
 async def registry_thread(registry: Registry, task: str, agent: str | None) -> RunResult:

@@ -23,7 +23,7 @@ QUEUE_NAME = "tooldb_runs"
 #: One version for every worker and submitter: DBOS recovers only workflows of its own
 #: application version, and a version computed from code would differ between hosts
 #: whose installs differ in paths.
-APP_VERSION = "tooldb-workers-1"
+APP_VERSION = "tooldb-workers-2"
 APP_NAME = "tooldb"
 SCHEMA = "dbos"
 

@@ -107,7 +107,7 @@ def wait(registry: Registry, run_id: str, timeout_s: float | None = None) -> Run
 
 
 def cancel(registry: Registry, run_id: str) -> None:
-    """Cancel a queued or running run (a running one stops at its next step)."""
+    """Cancel a queued or running run (a running one stops at its next model turn)."""
     _status(registry, run_id)
     client_for(registry).cancel_workflow(run_id)
 

@@ -2,7 +2,8 @@
 provider: ``--model python:tooldb.workers.testing:plan_model``. The task carries its
 plan as JSON after ``plan:``, e.g. ``plan: {"tool": "tick", "turns": 5, "calls": 2}``:
 ``turns`` tool-calling turns of ``calls`` calls each to ``tool`` (arguments ``{"turn":
-i, "call": j}`` plus the plan's ``arguments``), then an answer. ``{"answer": "tools"}``
+i, "call": j}`` plus the plan's ``arguments``), then an answer (with ``"report": true``
+the characters of tool results it read). ``{"answer": "tools"}``
 answers at once with the names of the tools offered (how a test sees a worker's
 selection)."""
 
@@ -32,6 +33,9 @@ def _decide(messages: list[Message], tools: list[ToolSchema], choice: ToolChoice
         return "tools: " + ",".join(sorted(tool.name for tool in tools))
     turn = sum(1 for message in messages if message.role == "assistant")
     if turn >= int(plan.get("turns", 1)):
+        if plan.get("report"):  # what it was given: a resumed run gives the same
+            read = sum(len(message.content or "") for message in messages if message.role == "tool")
+            return f"done after {turn} turns, {read} characters read"
         return f"done after {turn} turns"
     extra = plan.get("arguments", {})
     return [

@@ -8,7 +8,7 @@ TCP keepalive for a lost host). Every worker looks, once per ``watch_s``, for ex
 that own ``PENDING`` runs: one whose lock it can take is dead, and its runs are
 re-enqueued (DBOS's ``_recover_pending_workflows``, whose re-enqueue admits exactly one
 runner even when several workers recover at once); the next worker to dequeue one
-resumes it from its last checkpointed step (durable.py).
+resumes it from its last checkpointed turn and kept call (durable.py).
 """
 
 from __future__ import annotations
