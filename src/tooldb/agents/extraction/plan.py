@@ -82,8 +82,9 @@ def fit(task_stems: set[str], tool: Offered) -> float:
 
 PARAMETER_WORDS = True
 NAMED = 2.0
+"""The fit of a tool one of whose name's words the task writes; below it, the tool is
+called only when an argument has evidence in the task beyond sentence order."""
 WEAK_FIT_GATE = "weak_fit"
-"""The fit of a tool whose name the task writes: only then may a noun phrase be guessed."""
 
 
 def _parameter_stems(parameters: dict[str, Any]) -> set[str]:
@@ -119,8 +120,8 @@ def plan_calls(
     chosen = tools[best] if opts.fit_gate else tools[0]
     if opts.fit_gate and scores[best] < NAMED and not supplied and _guessed(task, chosen):
         return Plan(
-            declined=f"{chosen.name} shares only a word with the task and no argument is named "
-            "in it: the tool would be a guess, and so would its arguments",
+            declined=f"{chosen.name} fits the task only weakly (no word of its name in it) and "
+            "no argument is named in it: the tool would be a guess, and so would its arguments",
             tool=chosen.name,
         )
     if (opts.several_tools or opts.several_calls) and not supplied:
