@@ -252,3 +252,49 @@ def test_a_possessive_is_no_part_of_a_name_and_a_whole_parameter_name_ties_its_v
     assert args("close the issue filed as ticket number 48213 today", ticket) == {
         "ticket_number": "48213"
     }
+
+
+PLAY = Offered(
+    "play_artist",
+    "Start playback of the specified artist's tracks.",
+    schema(
+        ["artist_name"],
+        artist_name={"type": "string", "description": "The name of the artist."},
+        room={"type": "string", "description": "Where to play."},
+    ),
+)
+
+
+def test_a_name_after_by_is_the_maker() -> None:
+    found = extract_arguments("put on tracks by Tove Lo in the Kitchen", PLAY.parameters)
+    assert found.arguments["artist_name"] == "Tove Lo" and "artist_name" in found.strong
+    assert "after 'by'" in found.notes["artist_name"]
+    # a parameter that names no maker takes nothing by "by" alone
+    other = schema(["owner"], owner={"type": "string", "description": "Who owns it."})
+    assert "owner" not in extract_arguments("a song by Tove Lo", other).strong
+
+
+def test_a_whole_parameter_name_matches_its_camel_case_spelling() -> None:
+    spec = schema(["column_count"], column_count=INT, row_count=INT)
+    assert args("set rowCount 4 and columnCount to 8", spec) == {"column_count": 8, "row_count": 4}
+
+
+def test_a_tool_sharing_one_word_with_the_task_needs_an_argument_with_evidence() -> None:
+    forecast = Offered(
+        "forecast_weather",
+        "Weather forecast for a city.",
+        schema(city={"type": "string", "description": "The city."}),
+    )
+    # one description word ("city"), the name taken by order alone: a near miss, declined
+    weak = plan_calls("is Rome the oldest city?", [forecast])
+    assert weak.calls == [] and "no argument is named" in weak.declined
+    assert weak.tool == "forecast_weather"
+    # the same word, but a value tied by evidence (a place after "in", the name before it)
+    tied = plan_calls("the oldest street of the city in Rome", [forecast])
+    assert [c.arguments for c in tied.calls] == [{"city": "Rome"}]
+    assert [c.arguments for c in plan_calls("the city is Rome", [forecast]).calls] == [
+        {"city": "Rome"}
+    ]
+    # a word of the tool's name in the task: order alone is enough
+    named = plan_calls("is Rome warm, weather wise?", [forecast])
+    assert [c.arguments for c in named.calls] == [{"city": "Rome"}]

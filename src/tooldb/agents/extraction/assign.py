@@ -43,6 +43,8 @@ TECHNIQUES = (
     "flags",
     "restated",
     "places",
+    "weak_fit",
+    "makers",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
@@ -56,6 +58,10 @@ _TEXT_CUES = ("text", "query", "message", "content", "prompt", "question", "sent
               "keyword", "search", "term", "statement", "answer")  # fmt: skip
 _PLACE_CUES = ("location", "city", "place", "country", "region", "address", "area", "state",
                "destination", "origin", "venue", "town")  # fmt: skip
+_MAKER_CUES = ("artist", "author", "creator", "composer", "director", "writer", "band",
+               "performer", "singer", "painter", "publisher", "maker", "manufacturer",
+               "brand")  # fmt: skip
+"""Who made a thing: the name after "by" ("tracks by Käärijä", "a novel by Tolstoy")."""
 _KIND_CUES = (
     ("email", ("email", "mail")),
     ("url", ("url", "link", "endpoint", "website", "uri", "site")),
@@ -360,6 +366,13 @@ def _evidence(task: str, param: Param, span: Span) -> tuple[float, str]:
         and re.search(r"\b(?:in|at|near|around|of|for)\s*$", before, re.I)
     ):
         return 4.5, f"place {span.text!r} after {before.split()[-1]!r}"
+    if (
+        span.kind == "name"
+        and param.says(*_MAKER_CUES)
+        and re.search(r"\bby\s*$", before, re.I)
+        and "makers" not in ABLATED
+    ):
+        return 4.5, f"maker {span.text!r} after 'by'"
     formula = param.says("function", "expression", "equation", "formula", "polynomial")
     if span.kind == "expression" and formula:
         return 5.0, f"expression {span.text!r}"
@@ -373,7 +386,7 @@ def _named_before(before: str, param: Param) -> str:
     linking words between: "base of ", "a=", "number of trees: "."""
     tail = before[-40:]
     if len(param.name_words) > 1 and "names" not in ABLATED:  # the whole name: "docket number"
-        phrase = r"\W+".join(re.escape(w) for w in param.name_words)
+        phrase = r"\W*".join(re.escape(w) for w in param.name_words)  # "column count", columnCount
         whole = re.search(rf"\b{phrase}s?(?=\W)", tail, re.IGNORECASE)
         if whole and _LINK.fullmatch(tail[whole.end() :]):
             return tail[whole.start() :]

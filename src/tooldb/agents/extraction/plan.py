@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .assign import Extraction, _convert, extract_arguments
+from .assign import ABLATED, Extraction, _convert, extract_arguments
 from .segments import fit_score, repeated_calls, sections, split_parts
 from .text import content_stems, params_of
 from .values import Span, find_spans
@@ -81,6 +81,10 @@ def fit(task_stems: set[str], tool: Offered) -> float:
 
 
 PARAMETER_WORDS = True
+NAMED = 2.0
+"""The fit of a tool one of whose name's words the task writes; below it, the tool is
+called only when an argument has evidence in the task beyond sentence order."""
+WEAK_FIT_GATE = "weak_fit"
 
 
 def _parameter_stems(parameters: dict[str, Any]) -> set[str]:
@@ -114,6 +118,12 @@ def plan_calls(
             tool=tools[0].name,
         )
     chosen = tools[best] if opts.fit_gate else tools[0]
+    if opts.fit_gate and scores[best] < NAMED and not supplied and _guessed(task, chosen):
+        return Plan(
+            declined=f"{chosen.name} fits the task only weakly (no word of its name in it) and "
+            "no argument is named in it: the tool would be a guess, and so would its arguments",
+            tool=chosen.name,
+        )
     if (opts.several_tools or opts.several_calls) and not supplied:
         several = _sectioned(task, tools, chosen, opts)
         if several:
@@ -130,6 +140,20 @@ def plan_calls(
             why=first.why,
         )
     return Plan(calls=calls)
+
+
+def _guessed(task: str, tool: Offered) -> bool:
+    """Whether no argument of ``tool`` has evidence beyond the order of the sentence (a
+    name, unit, relation, enum value, the phrase after a cue word or quotes tie none of
+    them to the task)."""
+    if WEAK_FIT_GATE not in ABLATED:
+        found = extract_arguments(task, tool.parameters, topic=f"{tool.name} {tool.description}")
+        cued = any(  # the phrase after a cue word, text the user quoted
+            (span.kind == "phrase" and span.unit) or span.kind == "quoted"
+            for span in found.spans.values()
+        )
+        return not (found.strong or cued)
+    return False
 
 
 def _calls_for(
