@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GROUPS: dict[str, tuple[list[str], list[str]]] = {
     "binding": (
         ["src/tooldb/binding/binder.py", "src/tooldb/binding/flat.py"],
-        ["tests/test_binding.py", "tests/test_flat_schema.py"],
+        ["tests/test_binding.py", "tests/test_flat_schema.py", "tests/test_binding_messages.py"],
     ),
     "recording": (
         ["src/tooldb/recording.py"],

@@ -1,0 +1,112 @@
+"""What binding errors say about nested objects, schema combinators and long lists: a
+model fixes its call from the message alone, so each part of it is pinned (these were
+the binder's surviving mutants, issue 30)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tooldb import ArgumentError, Binder, normalize_parameters
+
+
+def bind_error(schema: dict[str, Any], raw: Any) -> ArgumentError:
+    with pytest.raises(ArgumentError) as info:
+        Binder("t", normalize_parameters(schema)).bind(raw)
+    return info.value
+
+
+def obj(properties: dict[str, Any], **more: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, **more}
+
+
+def test_names_matching_pattern_properties_are_not_unknown_in_a_closed_schema() -> None:
+    # JSON Schema: additionalProperties false refuses only names that neither
+    # properties nor patternProperties cover (the binder used to refuse x_a as unknown)
+    schema = obj(
+        {"a": {"type": "integer"}},
+        patternProperties={"^x_": {"type": "integer"}},
+        additionalProperties=False,
+    )
+    b = Binder("t", normalize_parameters(schema))
+    assert b.bind({"x_a": 1, "a": 2}) == {"x_a": 1, "a": 2}
+    assert bind_error(schema, {"x_a": "z"}).problems == [
+        "parameter 'x_a' expected integer, got string \"z\""
+    ]
+    assert bind_error(schema, {"y": 1}).problems == ["unknown parameter 'y' (accepted: 'a')"]
+
+
+def test_a_nested_missing_field_is_named_by_its_path() -> None:
+    error = bind_error(obj({"o": obj({"x": {"type": "integer"}}, required=["x"])}), {"o": {}})
+    assert error.problems == ["missing required parameter 'o.x' (integer)"]
+    assert (error.parameter, error.expected) == ("o.x", "integer")
+
+
+def test_a_nested_required_field_without_properties_expects_a_value() -> None:
+    error = bind_error(obj({"o": {"type": "object", "required": ["x"]}}), {"o": {}})
+    assert error.problems == ["missing required parameter 'o.x' (a value)"]
+
+
+def test_an_unknown_field_of_a_closed_object_without_properties() -> None:
+    schema = obj({"o": {"type": "object", "additionalProperties": False}})
+    error = bind_error(schema, {"o": {"z": 1}})
+    assert error.problems == ["parameter 'o': unknown field 'z' (accepted: none)"]
+    assert error.parameter == "o"
+
+
+def test_nested_pattern_properties_are_not_unknown_fields() -> None:
+    inner = obj({"a": {}}, patternProperties={"^x_": {}}, additionalProperties=False)
+    error = bind_error(obj({"o": inner}), {"o": {"x_1": 1, "a": 2, "zz": 3}})
+    assert error.problems == ["parameter 'o': unknown field 'zz' (accepted: 'a')"]
+
+
+def test_an_unknown_field_refused_by_a_top_level_all_of_names_the_arguments() -> None:
+    schema = obj(
+        {"a": {}, "b": {}}, allOf=[{"properties": {"a": {}}, "additionalProperties": False}]
+    )
+    error = bind_error(schema, {"a": 1, "b": 2})
+    assert error.problems == ["arguments: unknown field 'b' (accepted: 'a')"]
+    assert error.parameter == ""
+
+
+@pytest.mark.parametrize("length", [400, 401])
+def test_the_accepted_fields_are_listed_up_to_400_characters(length: int) -> None:
+    # 'f00', 'f01', ...: 348 characters, the last name then lengthened
+    names = [f"f{i:02d}" for i in range(50)]
+    listed = ", ".join(map(repr, names))
+    names[-1] += "x" * (length - len(listed))
+    listed = ", ".join(map(repr, names))
+    assert len(listed) == length
+    inner = obj({name: {} for name in names}, additionalProperties=False)
+    (problem,) = bind_error(obj({"o": inner}), {"o": {"zz": 1}}).problems
+    shown = listed if length <= 400 else f"{listed[:400]}… ({length} chars)"
+    assert problem == f"parameter 'o': unknown field 'zz' (accepted: {shown})"
+
+
+def test_one_of_is_described_by_its_options() -> None:
+    schema = obj({"v": {"oneOf": [{"type": "integer"}, {"type": "string"}]}}, required=["v"])
+    assert bind_error(schema, {}).problems == ["missing required parameter 'v' (integer or string)"]
+
+
+def test_enum_and_const_without_a_type_are_described_by_their_values() -> None:
+    schema = obj({"c": {"enum": ["red", "green"]}, "k": {"const": 5}}, required=["c", "k"])
+    error = bind_error(schema, {})
+    assert error.problems == [
+        'missing required parameter \'c\' (one of ["red", "green"])',
+        "missing required parameter 'k' (5)",
+    ]
+    assert error.expected == 'one of ["red", "green"]'
+
+
+def test_a_long_enum_is_shown_cut_once() -> None:
+    values = [f"colour-{i}" for i in range(40)]
+    text = json.dumps(values)
+    error = bind_error(obj({"c": {"enum": values}}, required=["c"]), {})
+    assert error.expected == f"one of {text[:60]}… ({len(text)} chars)"
+
+
+def test_a_json_constant_is_named_in_the_parse_error() -> None:
+    error = bind_error(obj({"a": {}}), '{"a": NaN}')
+    assert "arguments are not valid JSON (NaN is not a JSON value)" in str(error)
