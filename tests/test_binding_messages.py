@@ -110,3 +110,76 @@ def test_a_long_enum_is_shown_cut_once() -> None:
 def test_a_json_constant_is_named_in_the_parse_error() -> None:
     error = bind_error(obj({"a": {}}), '{"a": NaN}')
     assert "arguments are not valid JSON (NaN is not a JSON value)" in str(error)
+
+
+def test_json_text_nested_past_the_parser_says_so() -> None:
+    error = bind_error(obj({"d": {}}), "[" * 100_000)
+    assert "arguments are not valid JSON (nested too deeply): got " in str(error)
+
+
+def test_malformed_json_text_is_quoted_with_the_parser_reason() -> None:
+    error = bind_error(obj({"d": {}}), '{"d": tru}')
+    given = '"{\\"d\\": tru}"'
+    assert error.problems == [
+        "arguments are not valid JSON (Expecting value: line 1 column 7 (char 6)): "
+        f'got {given}; send a JSON object like {{"name": value}}'
+    ]
+    assert (error.expected, error.given) == ("JSON object", given)
+
+
+@pytest.mark.parametrize("wrong", [200, 201])
+def test_validation_is_cut_only_past_200_errors(wrong: int) -> None:
+    schema = obj({"xs": {"type": "array", "items": {"type": "integer"}}})
+    problems = bind_error(schema, {"xs": ["a"] * wrong}).problems
+    assert len(problems) == 200 + (wrong > 200)
+    stopped = "(validation stopped after 200 errors)"
+    assert (problems[-1] == stopped) is (wrong > 200)
+
+
+def test_a_problem_of_the_whole_object_names_the_arguments() -> None:
+    error = bind_error(obj({"a": {}}, minProperties=1), {})
+    assert error.problems == ["arguments: {} should be non-empty (expected object)"]
+    assert error.parameter is None
+
+
+def test_a_value_outside_a_long_enum_shows_the_enum_cut_once() -> None:
+    values = [f"colour-{i}" for i in range(40)]
+    text = json.dumps(values)
+    error = bind_error(obj({"c": {"enum": values}}), {"c": "zz"})
+    assert error.problems == [
+        f"parameter 'c' expected one of {text[:60]}… ({len(text)} chars), got \"zz\""
+    ]
+
+
+def test_a_long_validator_message_is_cut_at_200_characters() -> None:
+    pattern = "^a" + "b" * 300 + "$"
+    error = bind_error(obj({"s": {"type": "string", "pattern": pattern}}), {"s": "zz"})
+    message = f'"zz" does not match {pattern!r}'
+    assert error.problems == [
+        f"parameter 's': {message[:200]}… ({len(message)} chars) (expected string)"
+    ]
+
+
+def test_problems_are_ordered_by_parameter_then_by_keyword() -> None:
+    schema = obj(
+        {
+            "b": {"type": "integer"},
+            "a": {"type": "string", "pattern": "^x", "minLength": 5},
+        }
+    )
+    problems = bind_error(schema, {"b": "one", "a": "zz"}).problems
+    assert problems == [
+        "parameter 'a': \"zz\" is too short (expected string)",
+        "parameter 'a': \"zz\" does not match '^x' (expected string)",
+        "parameter 'b' expected integer, got string \"one\"",
+    ]
+
+
+def test_a_boolean_sub_schema_is_described_as_a_value() -> None:
+    schema = obj({"v": {"anyOf": [{"type": "integer"}, True]}}, required=["v"])
+    assert bind_error(schema, {}).problems == [
+        "missing required parameter 'v' (integer or a value)"
+    ]
+    error = bind_error(obj({"a": False}), {"a": 1})
+    assert "False schema does not allow 1" in str(error)
+    assert error.expected == "a value"
