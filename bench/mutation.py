@@ -53,7 +53,10 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
         ["src/tooldb/registry/calls.py", "src/tooldb/execution.py"],
         ["tests/test_execution.py", "tests/test_registry.py"],
     ),
-    "http_guard": (["src/tooldb/executors/http_guard.py"], ["tests/test_http_tools.py"]),
+    "http_guard": (
+        ["src/tooldb/executors/http_guard.py"],
+        ["tests/test_http_tools.py", "tests/test_http_guard.py"],
+    ),
     "access": (["src/tooldb/agents/access.py"], ["tests/test_skills.py"]),
     "tenant_filters": (
         ["src/tooldb/stores/provenance_rows.py", "src/tooldb/stores/agent_rows.py"],
