@@ -183,3 +183,80 @@ def test_a_boolean_sub_schema_is_described_as_a_value() -> None:
     error = bind_error(obj({"a": False}), {"a": 1})
     assert "False schema does not allow 1" in str(error)
     assert error.expected == "a value"
+
+
+def test_a_binder_made_from_a_raw_schema_follows_json_schema_defaults() -> None:
+    # Binder is public: a schema that was not normalised is open and may lack properties
+    assert Binder("t", {"type": "object"}).bind({"x": 1}) == {"x": 1}
+    assert Binder("t", {"type": "object", "properties": {"a": {}}}).bind({"b": 2}) == {"b": 2}
+
+
+def test_runtime_parameters_are_filled_and_a_required_one_needs_a_value() -> None:
+    schema = obj(
+        {
+            "run": {"type": "string", "x-tooldb-context": "run_id"},
+            "who": {"type": "string", "x-tooldb-context": "tenant"},
+        },
+        required=["run"],
+    )
+    b = Binder("t", normalize_parameters(schema))
+    assert b.bind({"run": "forged"}, tenant="acme", run_id="r1") == {"run": "r1", "who": "acme"}
+    with pytest.raises(ArgumentError) as unfilled:
+        b.bind({}, tenant="acme")
+    assert unfilled.value.problems == [
+        "parameter 'run' is filled by the runtime (x-tooldb-context: run_id), "
+        "and this call is not part of a run"
+    ]
+
+
+def test_problems_are_joined_and_cut_after_ten() -> None:
+    schema = obj({f"p{i}": {"type": "integer"} for i in range(11)})
+    ten = bind_error(schema, {f"p{i}": "x" for i in range(10)})
+    assert str(ten).startswith("tool 't': parameter 'p0' expected integer, got string \"x\"; ")
+    assert "more problems" not in str(ten) and str(ten).count("; ") == 9
+    eleven = bind_error(schema, {f"p{i}": "x" for i in range(11)})
+    assert str(eleven).endswith("; ... and 1 more problems")
+
+
+def test_nesting_is_refused_past_100_levels() -> None:
+    def nested(levels: int) -> list[Any]:
+        value: list[Any] = []
+        for _ in range(levels - 1):
+            value = [value]
+        return value
+
+    b = Binder("t", normalize_parameters(obj({"d": {}})))
+    assert b.bind({"d": nested(99)})  # the arguments object is level 1
+    with pytest.raises(ArgumentError, match="nested too deeply \\(over 100 levels\\)"):
+        b.bind({"d": nested(100)})
+
+
+def test_a_value_shared_by_many_names_is_walked_once() -> None:
+    shared: list[Any] = [1]
+    for _ in range(40):  # 2**40 paths to the innermost list, 41 objects
+        shared = [shared, shared]
+    b = Binder("t", normalize_parameters(obj({"a": {}, "b": {}, "z": {}})))
+    assert b.bind({"a": shared, "b": shared})["a"] is shared
+    # a value seen before is skipped, and the walk goes on to the other parameters
+    with pytest.raises(ArgumentError, match="'z\\[0\\]' expected an integer of at most 4000"):
+        b.bind({"z": [10**5000], "b": shared, "a": shared})
+
+
+def test_a_value_that_contains_itself_is_named_by_its_parameter() -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    error = bind_error(obj({"xs": {}}), {"xs": loop})
+    assert error.problems == ["parameter 'xs[0]' contains itself"]
+    assert error.parameter == "xs"
+
+
+def test_a_name_holding_a_lone_surrogate_is_refused_where_it_is() -> None:
+    top = bind_error(obj({}, additionalProperties=True), {"\ud800": 1})
+    assert top.problems == [
+        "an argument has a name that is not valid Unicode (a lone surrogate): '\\ud800'"
+    ]
+    nested = bind_error(obj({"o": {}}), {"o": {"\ud800": 1}})
+    assert nested.problems == [
+        "parameter 'o' has a name that is not valid Unicode (a lone surrogate): '\\ud800'"
+    ]
+    assert (nested.parameter, nested.given) == ("o", "'\\ud800'")
