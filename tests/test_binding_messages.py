@@ -259,4 +259,5 @@ def test_a_name_holding_a_lone_surrogate_is_refused_where_it_is() -> None:
     assert nested.problems == [
         "parameter 'o' has a name that is not valid Unicode (a lone surrogate): '\\ud800'"
     ]
-    assert (nested.parameter, nested.given) == ("o", "'\\ud800'")
+    assert (nested.parameter, nested.expected) == ("o", "valid Unicode text")
+    assert nested.given == "'\\ud800'"
