@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import threading
+import time
 
 import httpcore
 import httpx
@@ -194,14 +196,53 @@ def test_a_connection_refused_on_every_address_is_raised() -> None:
         asyncio.run(fetch())
 
 
+def test_the_connect_timeout_reaches_the_socket() -> None:
+    """A listener whose backlog is full drops new handshakes: the connect hangs until
+    the client's connect timeout, which both guarded backends must pass on."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        waiting = [socket.socket() for _ in range(3)]
+        for sock in waiting:
+            sock.setblocking(False)
+            sock.connect_ex(("127.0.0.1", port))
+        time.sleep(0.2)
+        url, timeout = f"http://127.0.0.1:{port}/", httpx.Timeout(5, connect=0.3)
+        outcome: list[BaseException] = []
+
+        def fetch_sync() -> None:
+            try:
+                with guarded_client(policy("127.0.0.1")) as client:
+                    client.get(url, timeout=timeout)
+            except BaseException as exc:  # what the thread saw, checked below
+                outcome.append(exc)
+
+        thread = threading.Thread(target=fetch_sync, daemon=True)
+        thread.start()
+        thread.join(10)
+        assert [type(e) for e in outcome] == [httpx.ConnectTimeout]
+
+        async def fetch_async() -> None:
+            async with guarded_async_client(policy("127.0.0.1")) as client:
+                await client.get(url, timeout=timeout)
+
+        with pytest.raises(httpx.ConnectTimeout):
+            asyncio.run(asyncio.wait_for(fetch_async(), 10))
+        for sock in waiting:
+            sock.close()
+
+
 def test_the_backends_refuse_unix_sockets_and_sleep_through_their_inner_backend() -> None:
     sync_backend = http_guard._GuardedBackend(policy("*"))
-    with pytest.raises(HostNotAllowed, match="do not connect to Unix sockets"):
+    with pytest.raises(HostNotAllowed) as refused:
         sync_backend.connect_unix_socket("/run/docker.sock")
+    assert str(refused.value) == "HTTP tools do not connect to Unix sockets"
     sync_backend.sleep(0.001)
     async_backend = http_guard._AsyncGuardedBackend(policy("*"))
-    with pytest.raises(HostNotAllowed, match="do not connect to Unix sockets"):
+    with pytest.raises(HostNotAllowed) as refused:
         asyncio.run(async_backend.connect_unix_socket("/run/docker.sock"))
+    assert str(refused.value) == "HTTP tools do not connect to Unix sockets"
     asyncio.run(async_backend.sleep(0.001))
     assert isinstance(async_backend.inner, httpcore.AnyIOBackend)
 
