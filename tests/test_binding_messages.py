@@ -261,3 +261,19 @@ def test_a_name_holding_a_lone_surrogate_is_refused_where_it_is() -> None:
     ]
     assert (nested.parameter, nested.expected) == ("o", "valid Unicode text")
     assert nested.given == "'\\ud800'"
+
+
+def test_a_schema_that_recurses_past_the_validators_stack_is_a_clear_error() -> None:
+    # 12 allOf a level: jsonschema's own recursion runs out before the 100-level limit
+    inner: dict[str, Any] = {"$ref": "#/$defs/n"}
+    for _ in range(12):
+        inner = {"allOf": [inner]}
+    schema = obj(
+        {"d": {"$ref": "#/$defs/n"}}, **{"$defs": {"n": {"type": "array", "items": inner}}}
+    )
+    value: list[Any] = []
+    for _ in range(97):
+        value = [value]
+    error = bind_error(schema, {"d": value})
+    assert error.problems == ["arguments are nested too deeply"]
+    assert error.parameter is None
