@@ -453,8 +453,8 @@ _accept(
     "unreachable: the values reaching validation are at most 100 levels deep, which repr "
     "handles, so _too_deep is False and jsonschema's RecursionError gets the general text",
     "deep = [name for name, value in arguments.items() if _too_deep(None)]",
-    "texts = [(f\"parameter {_trim(None)} is nested too deeply\", n) for n in deep]",
-    "texts = [(f\"parameter {_trim(repr(None))} is nested too deeply\", n) for n in deep]",
+    'texts = [(f"parameter {_trim(None)} is nested too deeply", n) for n in deep]',
+    'texts = [(f"parameter {_trim(repr(None))} is nested too deeply", n) for n in deep]',
     "repr(None)",
     "return False",
 )
