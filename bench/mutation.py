@@ -473,6 +473,13 @@ _accept(
 )
 _accept(
     "executors/http_guard.py",
+    "strict=None is as false as strict=False; patterns are lowercased before the strip, so "
+    "stripping 'X' as well changes nothing",
+    'return ipaddress.ip_network(pattern.strip("[]"), strict=None)',
+    'return ipaddress.ip_network(pattern.strip("XX[]XX"), strict=False)',
+)
+_accept(
+    "executors/http_guard.py",
     "the guarded pools are built without local_address or socket_options, so httpcore "
     "always passes None for both",
     "return await inner.connect_tcp(address, port, timeout, None, socket_options)",

@@ -5,10 +5,12 @@ names and addresses they allow, and the guarded clients' connections to a real s
 from __future__ import annotations
 
 import asyncio
+import http.server
 import ipaddress
 import socket
 import threading
 import time
+from typing import Any
 
 import httpcore
 import httpx
@@ -194,6 +196,37 @@ def test_a_connection_refused_on_every_address_is_raised() -> None:
 
     with pytest.raises(httpx.ConnectError):
         asyncio.run(fetch())
+
+
+class _Ok(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *_args: Any) -> None:
+        pass
+
+
+def test_the_connection_goes_to_the_checked_address() -> None:
+    """A server on 127.0.0.2 only: a connection made to anything but the address the
+    policy checked (say, the default loopback address) finds nothing listening."""
+    server = http.server.HTTPServer(("127.0.0.2", 0), _Ok)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.2:{server.server_address[1]}/"
+    try:
+        with guarded_client(policy("127.0.0.2")) as client:
+            assert client.get(url).text == "ok"
+
+        async def fetch() -> str:
+            async with guarded_async_client(policy("127.0.0.2")) as client:
+                return (await client.get(url)).text
+
+        assert asyncio.run(fetch()) == "ok"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_the_connect_timeout_reaches_the_socket() -> None:
