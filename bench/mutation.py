@@ -470,6 +470,7 @@ _accept(
     "infos = await anyio.getaddrinfo(host, port, )",
     "for address in await policy.aresolve(host, None):",
     "for address in self.policy.resolve(host, None):",
+    "addresses = _literal(host) or _getaddrinfo(host, None)",
 )
 _accept(
     "executors/http_guard.py",
@@ -477,6 +478,25 @@ _accept(
     "stripping 'X' as well changes nothing",
     'return ipaddress.ip_network(pattern.strip("[]"), strict=None)',
     'return ipaddress.ip_network(pattern.strip("XX[]XX"), strict=False)',
+)
+_accept(
+    "executors/http_guard.py",
+    "Python's ipaddress reads an IPv6 zone id itself, and a scoped address is in the same "
+    "networks and as (non-)global as the bare one: dropping the zone changes no decision",
+    "address = ipaddress.ip_address(text.split(None, 1)[0])",
+    'address = ipaddress.ip_address(text.split("%", )[0])',
+    'address = ipaddress.ip_address(text.rsplit("%", 1)[0])',
+    'address = ipaddress.ip_address(text.split("XX%XX", 1)[0])',
+    'address = ipaddress.ip_address(text.split("%", 2)[0])',
+)
+_accept(
+    "executors/http_guard.py",
+    "IDNA-encoding an ASCII name gives it back (or fails, and the name is kept); codec "
+    "names are case-insensitive; an IP literal holds no 'X' to strip",
+    'return name.encode("idna").decode("ascii") if (not name.isascii()) or True else name',
+    'return name.encode("IDNA").decode("ascii") if not name.isascii() else name',
+    'return name.encode("idna").decode("ASCII") if not name.isascii() else name',
+    'return [str(ipaddress.ip_address(host.strip("XX[]XX")))]',
 )
 _accept(
     "executors/http_guard.py",

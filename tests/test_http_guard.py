@@ -69,6 +69,9 @@ def test_names_and_suffixes_match_whole_labels_in_any_case() -> None:
     assert named.allows_name("BÜCHER.example") and named.allows_name("xn--bcher-kva.example")
     for host in ("example.com", "notexample.com", "api.example.org.evil", "127.0.0.1"):
         assert not named.allows_name(host), host
+    # only spaces, brackets and one final dot are trimmed, before the case is folded
+    assert policy("xa.example").allows_name("XA.example")
+    assert not policy("example.com").allows_name("example.comX")
     assert policy("*").allows_name("anything.at.all")
     assert not policy("public").allows_name("example.com")
 
@@ -281,6 +284,7 @@ def test_the_backends_refuse_unix_sockets_and_sleep_through_their_inner_backend(
 
 
 def test_an_httpx_without_the_expected_pool_is_refused() -> None:
-    with pytest.raises(RuntimeError, match="not supported by tooldb's host guard"):
+    with pytest.raises(RuntimeError) as refused:
         http_guard._expect_pool(object(), httpcore.ConnectionPool)
+    assert str(refused.value) == "this httpx version is not supported by tooldb's host guard"
     http_guard._expect_pool(httpx.HTTPTransport(), httpcore.ConnectionPool)
