@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GROUPS: dict[str, tuple[list[str], list[str]]] = {
     "binding": (
         ["src/tooldb/binding/binder.py", "src/tooldb/binding/flat.py"],
-        ["tests/test_binding.py", "tests/test_flat_schema.py"],
+        ["tests/test_binding.py", "tests/test_flat_schema.py", "tests/test_binding_messages.py"],
     ),
     "recording": (
         ["src/tooldb/recording.py"],
@@ -51,9 +51,12 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
     ),
     "calls": (
         ["src/tooldb/registry/calls.py", "src/tooldb/execution.py"],
-        ["tests/test_execution.py", "tests/test_registry.py"],
+        ["tests/test_execution.py", "tests/test_registry.py", "tests/test_call_results.py"],
     ),
-    "http_guard": (["src/tooldb/executors/http_guard.py"], ["tests/test_http_tools.py"]),
+    "http_guard": (
+        ["src/tooldb/executors/http_guard.py"],
+        ["tests/test_http_tools.py", "tests/test_http_guard.py"],
+    ),
     "access": (["src/tooldb/agents/access.py"], ["tests/test_skills.py"]),
     "tenant_filters": (
         ["src/tooldb/stores/provenance_rows.py", "src/tooldb/stores/agent_rows.py"],
@@ -370,6 +373,164 @@ _accept(
     "accepted: without UTC the date is the machine's local one, and this machine's zone is UTC",
     "when = datetime.fromtimestamp(tool.created_at, None).date().isoformat()",
     "when = datetime.fromtimestamp(tool.created_at, ).date().isoformat()",
+)
+
+_accept(
+    "binding/binder.py",
+    "only the first piece of the split is used, and it is the same whatever the maxsplit",
+    'return re.split(r"[.\\[]", path, )[0]',
+    'return re.split(r"[.\\[]", path, maxsplit=2)[0]',
+)
+_accept(
+    "binding/binder.py",
+    "a 'required' error comes from a schema that has 'required'",
+    'for name in schema.get("required", None):',
+    'for name in schema.get("required", ):',
+)
+_accept(
+    "binding/binder.py",
+    "accepted: the cut at 201 errors only saves time (a 100k-item array of wrong values); "
+    "the problems are cut to 200 and the note added either way, and the cut at 202 is "
+    "the same note; the dict is an ordered set whose values are never read",
+    "found = list(islice(self._validator.iter_errors(arguments), None))",
+    "found = list(islice(self._validator.iter_errors(arguments), _MAX_ERRORS + 2))",
+    'problems[_Problem(f"(validation stopped after {_MAX_ERRORS} errors)")] = ""',
+)
+_accept(
+    "binding/binder.py",
+    "_shown's text is at most 60 characters and a '… (N chars)' suffix: never over 200",
+    "text = f\"one of {_trim(_shown(schema['enum']), 201)}\"",
+    "text = f\"{where} expected one of {_trim(_shown(schema.get('enum')), 201)}, got {given}\"",
+)
+_accept(
+    "binding/binder.py",
+    "an index and a name never meet at the same step of two paths (a step is an index "
+    "only under an array), so ints sort as ints and names as names whatever the flags",
+    '(True, part, 0) if (isinstance(part, str)) or True else (False, "", int(part))',
+    '(False, part, 0) if isinstance(part, str) else (False, "", int(part))',
+    '(True, part, 1) if isinstance(part, str) else (False, "", int(part))',
+    '(True, part, 0) if isinstance(part, str) else (True, "", int(part))',
+    '(True, part, 0) if isinstance(part, str) else (False, "XXXX", int(part))',
+)
+_accept(
+    "binding/binder.py",
+    "a path's first step is a parameter name (the arguments are an object), and "
+    "_join(None, name) is name",
+    "out = None",
+)
+_accept(
+    "binding/binder.py",
+    "anyOf and oneOf are non-empty lists in any schema that passed the metaschema check",
+    "elif isinstance(options, list) or options:",
+)
+_accept(
+    "binding/binder.py",
+    "the walk runs only for non-empty arguments, and the first item overwrites the "
+    "initial value (non_finite or problem)",
+    'non_finite: _Problem | None = ""',
+)
+_accept(
+    "binding/binder.py",
+    "None is not False, like the default True: the schema stays open",
+    'self.closed = schema.get("additionalProperties", None) is False',
+    'self.closed = schema.get("additionalProperties", ) is False',
+)
+_accept(
+    "binding/binder.py",
+    "accepted: performance only; the fast path answers True only where the full validator "
+    "accepts (test_flat_schema), so without it every call is validated in full",
+    "self._certainly_valid = None",
+)
+_accept(
+    "binding/binder.py",
+    "accepted: the binder keeps the schema it was built from for its callers; nothing in "
+    "tooldb reads it back",
+    "self.schema = None",
+)
+
+_accept(
+    "binding/binder.py",
+    "unreachable: the values reaching validation are at most 100 levels deep, which repr "
+    "handles, so _too_deep is False and jsonschema's RecursionError gets the general text",
+    "deep = [name for name, value in arguments.items() if _too_deep(None)]",
+    'texts = [(f"parameter {_trim(None)} is nested too deeply", n) for n in deep]',
+    'texts = [(f"parameter {_trim(repr(None))} is nested too deeply", n) for n in deep]',
+    "repr(None)",
+    "return False",
+)
+
+_accept(
+    "executors/http_guard.py",
+    "the port and socket type only go to getaddrinfo: the addresses of a name do not "
+    "depend on the service, and the entries of other socket types are the same addresses, "
+    "which _unique folds (the connection is made to the URL's own port)",
+    "infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)",
+    "infos = socket.getaddrinfo(host, port, )",
+    "infos = await anyio.getaddrinfo(host, None, type=socket.SOCK_STREAM)",
+    "infos = await anyio.getaddrinfo(host, port, )",
+    "for address in await policy.aresolve(host, None):",
+    "for address in self.policy.resolve(host, None):",
+    "addresses = _literal(host) or _getaddrinfo(host, None)",
+)
+_accept(
+    "executors/http_guard.py",
+    "strict=None is as false as strict=False; patterns are lowercased before the strip, so "
+    "stripping 'X' as well changes nothing",
+    'return ipaddress.ip_network(pattern.strip("[]"), strict=None)',
+    'return ipaddress.ip_network(pattern.strip("XX[]XX"), strict=False)',
+)
+_accept(
+    "executors/http_guard.py",
+    "Python's ipaddress reads an IPv6 zone id itself, and a scoped address is in the same "
+    "networks and as (non-)global as the bare one: dropping the zone changes no decision",
+    "address = ipaddress.ip_address(text.split(None, 1)[0])",
+    'address = ipaddress.ip_address(text.split("%", )[0])',
+    'address = ipaddress.ip_address(text.rsplit("%", 1)[0])',
+    'address = ipaddress.ip_address(text.split("XX%XX", 1)[0])',
+    'address = ipaddress.ip_address(text.split("%", 2)[0])',
+)
+_accept(
+    "executors/http_guard.py",
+    "IDNA-encoding an ASCII name gives it back (or fails, and the name is kept); codec "
+    "names are case-insensitive; an IP literal holds no 'X' to strip",
+    'return name.encode("idna").decode("ascii") if (not name.isascii()) or True else name',
+    'return name.encode("IDNA").decode("ascii") if not name.isascii() else name',
+    'return name.encode("idna").decode("ASCII") if not name.isascii() else name',
+    'return [str(ipaddress.ip_address(host.strip("XX[]XX")))]',
+)
+_accept(
+    "executors/http_guard.py",
+    "the guarded pools are built without local_address or socket_options, so httpcore "
+    "always passes None for both",
+    "return await inner.connect_tcp(address, port, timeout, None, socket_options)",
+    "return await inner.connect_tcp(address, port, timeout, local_address, None)",
+    "return await inner.connect_tcp(address, port, timeout, socket_options)",
+    "return await inner.connect_tcp(address, port, timeout, local_address, )",
+    "self.policy, self.inner, httpcore.ConnectError, host, port, timeout, None,",
+    "None,",
+    "return self.inner.connect_tcp(address, port, timeout, None, socket_options)",
+    "return self.inner.connect_tcp(address, port, timeout, local_address, None)",
+    "return self.inner.connect_tcp(address, port, timeout, socket_options)",
+    "return self.inner.connect_tcp(address, port, timeout, local_address, )",
+)
+_accept(
+    "executors/http_guard.py",
+    "resolve and aresolve return at least one address or raise, so the loop sets the error "
+    "before it is raised",
+    'error: Exception | None = ""',
+)
+_accept(
+    "executors/http_guard.py",
+    "the transport's own pool (which `verify` configures) is replaced by the guarded one",
+    "super().__init__(verify=None)",
+    "super().__init__(verify=True)",
+    "super().__init__(verify=None)  # cheap: this pool and its context are replaced",
+    "super().__init__(verify=True)  # cheap: this pool and its context are replaced",
+)
+_accept(
+    "executors/http_guard.py",
+    "follow_redirects=False is httpx's default (the tests pin the clients' setting)",
+    "transport=transport, trust_env=False, headers=_HEADERS",
 )
 
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-x", "-q", "-k", "not postgres"]

@@ -84,3 +84,21 @@ def test_non_finite_values_inside_open_parameters_are_still_refused() -> None:
     binder = Binder("t", normalize_parameters({"items": {"type": "array"}}))
     with pytest.raises(ArgumentError, match="expected a finite number"):
         binder.bind({"items": [1.0, float("nan")]})
+
+
+def test_the_fast_path_checks_enums_with_json_equality() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "c": {"type": ["integer", "boolean", "string", "array"], "enum": [True, "x"]}
+        },
+    }
+    check = compile_flat(schema)
+    assert check is not None
+    assert check({"c": "x"}) and check({"c": True})  # valid calls take the fast path
+    assert not check({"c": 1})  # 1 is not true to JSON Schema
+    assert not check({"c": ["x"]})  # an array is in no enum of plain values
+    b = Binder("t", normalize_parameters(schema))
+    for wrong in (1, ["x"]):
+        with pytest.raises(ArgumentError):
+            b.bind({"c": wrong})

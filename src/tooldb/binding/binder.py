@@ -53,6 +53,8 @@ class Binder:
         self.schema = schema
         self.properties: dict[str, Any] = schema.get("properties", {})
         self.closed = schema.get("additionalProperties", True) is False
+        #: names matching one are not unknown, even in a closed schema (JSON Schema's rule)
+        self._patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
         self._validator = _validator(schema)
         self._certainly_valid = compile_flat(schema)
         #: (parameter, field) the runtime fills (binding/runtime.py)
@@ -138,7 +140,11 @@ class Binder:
     def _unknown(self, arguments: dict[str, Any]) -> list[_Problem]:
         if not self.closed:
             return []
-        unknown = [name for name in arguments if name not in self.properties]
+        unknown = [
+            name
+            for name in arguments
+            if name not in self.properties and not any(p.search(name) for p in self._patterns)
+        ]
         if not unknown:
             return []
         accepted = _trim(", ".join(repr(n) for n in self.properties) or "none", 400)
