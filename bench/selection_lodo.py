@@ -1,10 +1,11 @@
 """Leave-one-dataset-out check of selection's tuned choices (``bench/selection.py --lodo``).
 
 Each tuned choice of the zero-shot ranking (the lexical share, the vectors' check of the
-words' best match, the near-twin rule) is varied one at a time, and the two single retrievers are candidates too. For each data set left out, the
-variant with the best mean nDCG@10 on the other sets is chosen, and its nDCG@10 on the one
-left out is reported beside the defaults' and the better single retriever's. A choice the
-left-out sets do not pick is one that only helps the sets it was tuned on.
+words' best match, the near-twin rule) is varied one at a time, and the two single
+retrievers are candidates too. For each data set left out, the variant with the best
+mean nDCG@10 on the other sets is chosen, and its nDCG@10 on the one left out is reported
+beside the defaults' and the better single retriever's. A choice the left-out sets do not
+pick is one that only helps the sets it was tuned on.
 """
 
 from __future__ import annotations
