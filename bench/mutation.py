@@ -66,7 +66,14 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
             "tests/test_run_stats.py",
         ],
     ),
-    "ranking": (["src/tooldb/selection/select.py"], ["tests/test_selection.py"]),
+    "ranking": (
+        ["src/tooldb/selection/select.py"],
+        [
+            "tests/test_selection.py",
+            "tests/test_selection_ranking.py",
+            "tests/test_selection_cache.py",  # the remembered pools and vectors
+        ],
+    ),
     "hypothesise": (
         ["src/tooldb/ooda/hypothesise.py", "src/tooldb/ooda/significance.py"],
         ["tests/test_ooda.py", "tests/test_significance.py"],
@@ -74,7 +81,11 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
     "optimize": (["src/tooldb/ooda/optimize.py"], ["tests/test_ooda.py"]),
     "limits": (
         ["src/tooldb/agents/limits.py", "src/tooldb/agents/loop.py"],
-        ["tests/test_agent_loop.py", "tests/test_skills.py"],  # skills: the access check
+        [
+            "tests/test_agent_loop.py",
+            "tests/test_agent_limits.py",
+            "tests/test_skills.py",  # the access check
+        ],
     ),
     # boundaries added by issue 20 (hardening) and issue 28
     "sql_tenancy": (

@@ -144,10 +144,12 @@ class Ranker:
         return 0.5 + trust * (observed - 0.5)
 
     def lexical_share(self, coverage: float) -> float:
+        """A sigmoid of the coverage; a slope of 0 (or under 1e-6) makes it a step. Both
+        exponents are kept at or below 0: a steep slope must not overflow ``math.exp``."""
         w = self.w
-        rise = 1.0 / (
-            1.0 + math.exp(-(coverage - w.coverage_midpoint) / max(w.coverage_slope, 1e-6))
-        )
+        x = (coverage - w.coverage_midpoint) / max(w.coverage_slope, 1e-6)
+        above, below = math.exp(min(x, 0.0)), math.exp(min(-x, 0.0))
+        rise = above / (above + below)  # 1 / (1 + exp(-x))
         return w.lexical_min + (w.lexical_max - w.lexical_min) * rise
 
     def final(self, relevance: float, success: float, latency: float) -> float:

@@ -1,0 +1,187 @@
+"""The agent loop's limits and outcomes, pinned where a one-line change went unnoticed
+(issue 30's mutation testing): limits taken from the settings, a named run under a
+parent, what an errored or interrupted run keeps, and what a run remembers of its calls."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+
+import pytest
+
+import tests.sample_tools as st
+import tooldb
+from tests.overlap import Gauge
+from tooldb import Registry, tool
+from tooldb.agents import AgentLoop, Limits
+from tooldb.errors import ModelError, UsageError
+from tooldb.models import FunctionModel, ScriptedModel, call
+from tooldb.types import LoopContext, RunStatus
+
+#: The gauge of ``blocking_overlap`` (reset it at the start of a test).
+BLOCKING = Gauge()
+
+
+@tool
+def blocking_overlap(expected: int = 2) -> str:
+    """Block the thread (time.sleep), holding the gauge, until ``expected`` calls are in
+    at once or 5 s passed."""
+    with BLOCKING.held():
+        deadline = time.monotonic() + 5.0
+        while BLOCKING.peak < expected and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return f"peak {BLOCKING.peak}"
+
+
+@pytest.fixture
+def reg(registry: Registry) -> Registry:
+    registry.add(st.add, st.echo, st.fail, st.sleep_async, st.whoami, blocking_overlap)
+    return registry
+
+
+def test_a_loop_without_limits_takes_each_from_the_settings(reg: Registry) -> None:
+    settings = replace(
+        reg.settings,
+        agent_max_iterations=4,
+        agent_max_tool_calls=6,
+        agent_max_retries_per_tool=1,
+        agent_timeout_s=30.0,
+    )
+    expected = Limits(max_iterations=4, max_tool_calls=6, max_retries_per_tool=1, timeout_s=30.0)
+    assert Limits.from_settings(settings) == expected
+    with tooldb.open(settings.resolved_url, settings=settings) as opened:
+        loop = AgentLoop(opened, ScriptedModel([call("add", {"a": 1})], repeat_last=True),
+                         tools=["add"])  # fmt: skip
+        assert loop.limits == expected
+        result = loop.run("add forever")
+        assert result.review_reason == "reached the limit of 4 iterations"
+        details = opened.store.get_run_details(opened.tenant, result.run_id)
+        assert details is not None and details["metadata"]["limits"] == expected.as_json()
+
+
+def test_unknown_limits_are_refused_naming_the_known_ones() -> None:
+    with pytest.raises(UsageError) as raised:
+        Limits().updated({"max_turns": 3, "timeout_s": 1.0})
+    assert str(raised.value) == (
+        "unknown limit(s) ['max_turns']: use "
+        "['max_iterations', 'max_retries_per_tool', 'max_tool_calls', 'timeout_s']"
+    )
+    assert Limits().updated({"timeout_s": 2.0, "max_iterations": None}) == Limits(timeout_s=2.0)
+    assert Limits().updated({}) == Limits() == Limits().updated(None)
+
+
+def test_arun_names_the_run_and_runs_it_under_its_parent(reg: Registry) -> None:
+    outer = AgentLoop(reg, ScriptedModel(["nothing to do"]), tools=["add"]).run("outer")
+    parent = LoopContext(run_id=outer.run_id, iteration=0, state={"seen": 5})
+    model = ScriptedModel([call("whoami", {"note": "n"}), "done"])
+    loop = AgentLoop(reg, model, tools=["whoami"])
+    result = asyncio.run(loop.arun("the inner task", parent=parent, run_id="inner-run"))
+    assert result.run_id == "inner-run" and result.task == "the inner task"
+    assert result.status is RunStatus.SUCCESS and result.parent_run_id == outer.run_id
+    assert parent.state["seen"] == 6  # the run tree's state is the parent's
+    stored = reg.store.get_run(reg.tenant, "inner-run")
+    assert stored is not None and stored.parent_run_id == outer.run_id
+    assert stored.task == "the inner task"
+
+
+@pytest.mark.parametrize(
+    ("raised", "told"),
+    [(ModelError("HTTP 500 from provider"), "HTTP 500 from provider"),
+     (ValueError("bad frame"), "ValueError: bad frame")],
+)  # fmt: skip
+def test_a_model_failing_mid_run_keeps_what_was_gathered(
+    reg: Registry, raised: Exception, told: str
+) -> None:
+    turns = iter([call("add", {"a": 1, "b": 2})])
+
+    def flaky(*_: object) -> object:
+        for turn in turns:
+            return turn
+        raise raised
+
+    model = FunctionModel(flaky)
+    result = AgentLoop(reg, model, tools=["add"]).run("add 1 and 2")
+    error = f"model {model.id} failed: {told}"
+    assert result.status is RunStatus.ERROR and result.error == error
+    assert result.requires_review and result.review_reason == error
+    assert result.output == "3"  # the last good tool output
+    stored = reg.store.get_run(reg.tenant, result.run_id)
+    assert stored is not None and stored.output == "3" and stored.requires_review
+
+
+def test_an_interrupted_run_keeps_its_output_and_the_interrupt_wins_over_the_store(
+    reg: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted_after_one_call() -> FunctionModel:
+        turns = iter([call("add", {"a": 1, "b": 2})])
+
+        def decide(*_: object) -> object:
+            for turn in turns:
+                return turn
+            raise KeyboardInterrupt
+
+        return FunctionModel(decide)
+
+    with pytest.raises(KeyboardInterrupt):
+        AgentLoop(reg, interrupted_after_one_call(), tools=["add"]).run("add, then ^C")
+    (run,) = reg.store.list_runs(reg.tenant, limit=5)
+    assert run.status is RunStatus.INTERRUPTED and run.output == "3"
+
+    def store_away(*_: object, **__: object) -> None:
+        raise RuntimeError("the store is away")
+
+    monkeypatch.setattr(reg.store, "finish_run", store_away)
+    with pytest.raises(KeyboardInterrupt):  # not the store's error: the process is going
+        AgentLoop(reg, interrupted_after_one_call(), tools=["add"]).run("add, then ^C")
+
+
+def test_the_answer_gathered_is_the_last_good_output_with_words_in_it(reg: Registry) -> None:
+    model = ScriptedModel(
+        [call("echo", {"text": "the answer"}), call("echo", {"text": ""}),
+         call("fail", {"message": "kaput"}), call("add", {"a": "x"})],
+        repeat_last=True,
+    )  # fmt: skip
+    loop = AgentLoop(reg, model, tools=["echo", "fail", "add"], limits=Limits(max_iterations=4))
+    result = loop.run("echo")
+    assert result.review_reason == "reached the limit of 4 iterations"
+    assert result.output == "the answer"  # not the empty output nor an error after it
+    nothing = ScriptedModel([call("fail", {"message": "kaput"})], repeat_last=True)
+    loop = AgentLoop(reg, nothing, tools=["fail"], limits=Limits(max_iterations=2))
+    assert loop.run("fail").output == ""
+
+
+def test_the_history_holds_each_calls_arguments_turn_time_and_output(reg: Registry) -> None:
+    long_text = "x" * 2500
+    model = ScriptedModel(
+        [call("add", {"a": 1, "b": 2}), call("echo", "{not json"),
+         call("sleep_async", {"seconds": 0.05}), call("echo", {"text": long_text}), "done"]
+    )  # fmt: skip
+    result = AgentLoop(reg, model, tools=["add", "echo", "sleep_async"]).run("several")
+    uses = result.tool_calls
+    assert [u.tool for u in uses] == ["add", "echo", "sleep_async", "echo"]
+    assert uses[0].arguments == {"a": 1, "b": 2}
+    assert uses[1].arguments == "{not json" and not uses[1].success  # as the model sent them
+    assert [u.iteration for u in uses] == [0, 1, 2, 3]
+    assert uses[2].duration_ms >= 50
+    assert uses[3].output == long_text[:2000]  # the history keeps 2000 characters
+    assert model.requests[4][0][-1].content == long_text  # the model saw all of it
+
+
+def test_runs_sharing_a_loop_run_blocking_tools_beside_each_other(reg: Registry) -> None:
+    """Only a run on a loop of its own (``run()``) may run a blocking tool on the loop's
+    thread: two ``arun`` on one loop, even on the main thread, each call theirs in a
+    worker thread, so both are inside their tool at once."""
+    BLOCKING.__init__()
+
+    async def both() -> list[RunStatus]:
+        loops = [
+            AgentLoop(reg, ScriptedModel([call("blocking_overlap", {}), "done"]),
+                      tools=["blocking_overlap"])
+            for _ in range(2)
+        ]  # fmt: skip
+        results = await asyncio.gather(*(loop.arun("block") for loop in loops))
+        return [result.status for result in results]
+
+    assert asyncio.run(both()) == [RunStatus.SUCCESS] * 2
+    assert BLOCKING.peak == 2
