@@ -15,7 +15,8 @@ import tooldb
 from tests.overlap import Gauge
 from tooldb import Registry, tool
 from tooldb.agents import AgentLoop, Limits
-from tooldb.errors import ModelError, UsageError
+from tooldb.agents.tracing import Tracer
+from tooldb.errors import ModelError, StoreError, UsageError
 from tooldb.models import FunctionModel, ScriptedModel, call
 from tooldb.types import LoopContext, RunStatus
 
@@ -36,7 +37,8 @@ def blocking_overlap(expected: int = 2) -> str:
 
 @pytest.fixture
 def reg(registry: Registry) -> Registry:
-    registry.add(st.add, st.echo, st.fail, st.sleep_async, st.whoami, blocking_overlap)
+    registry.add(st.add, st.echo, st.fail, st.sleep_async, st.sleep_sync, st.whoami,
+                 blocking_overlap)  # fmt: skip
     return registry
 
 
@@ -185,3 +187,82 @@ def test_runs_sharing_a_loop_run_blocking_tools_beside_each_other(reg: Registry)
 
     assert asyncio.run(both()) == [RunStatus.SUCCESS] * 2
     assert BLOCKING.peak == 2
+
+
+def test_calls_of_one_turn_in_a_run_of_its_own_run_beside_each_other(reg: Registry) -> None:
+    """``run()`` may run a turn's lone call on its own thread, never a turn's several."""
+    BLOCKING.__init__()
+    model = ScriptedModel([[call("blocking_overlap", {}), call("blocking_overlap", {})], "ok"])
+    result = AgentLoop(reg, model, tools=["blocking_overlap"]).run("block twice")
+    assert result.status is RunStatus.SUCCESS and BLOCKING.peak == 2
+
+
+def test_a_turn_whose_record_failed_is_still_persisted(
+    reg: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lone call's record (which was to carry the turn's messages) fails once: the
+    model is told, and the turn's messages are appended and committed with the next."""
+    original = reg.store.record_group
+    failures = [StoreError("store x failed: disk I/O error")]
+
+    def fails_once(calls: list[object], *more: object) -> object:
+        if calls and failures:
+            raise failures.pop()
+        return original(calls, *more)
+
+    monkeypatch.setattr(reg.store, "record_group", fails_once)
+    model = ScriptedModel([call("add", {"a": 1, "b": 2}), "no luck"])
+    result = AgentLoop(reg, model, tools=["add"]).run("add")
+    assert result.status is RunStatus.SUCCESS and not failures
+    stored = [(m["role"], m.get("content")) for m in reg.store.run_messages(result.run_id)]
+    assert stored == [
+        ("user", "add"), ("assistant", None),
+        ("tool", "Error: store x failed: disk I/O error"), ("assistant", "no luck"),
+    ]  # fmt: skip
+
+
+def test_each_tool_call_has_its_span_with_its_outcome(reg: Registry) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    model = ScriptedModel([call("add", {"a": 1}, id="c1"), call("fail", {}, id="c2"), "done"])
+    loop = AgentLoop(reg, model, tools=["add", "fail"], tracer=Tracer(provider.get_tracer("t")))
+    result = loop.run("trace")
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    ok, failed = spans["execute_tool add"], spans["execute_tool fail"]
+    assert ok.attributes is not None and failed.attributes is not None
+    assert ok.attributes["gen_ai.tool.name"] == "add"
+    assert ok.attributes["gen_ai.tool.call.id"] == "c1"
+    assert ok.attributes["tooldb.call.id"] == result.tool_calls[0].call_id
+    assert ok.status.status_code.name != "ERROR"
+    assert failed.attributes["gen_ai.tool.call.id"] == "c2"
+    assert failed.status.status_code.name == "ERROR"
+
+
+def test_a_tool_that_turned_slow_commits_before_its_next_call(
+    reg: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool is quick only while its last call in the run was (under QUICK_MS): once a
+    call of it was slow, what is held is committed before its next call runs."""
+    monkeypatch.setattr("tooldb.agents.loop.QUICK_MS", 1000.0)
+    settings = replace(reg.settings, agent_held_calls=64)
+    with tooldb.open(settings.resolved_url, settings=settings) as grouped:
+        sizes: list[int] = []
+        original = grouped.store.record_group
+
+        def spy(calls: list[object], *more: object) -> object:
+            sizes.append(len(calls))
+            return original(calls, *more)
+
+        monkeypatch.setattr(grouped.store, "record_group", spy)
+        turns = [call("sleep_sync", {"seconds": seconds}) for seconds in (0.0, 1.5, 0.0)]
+        result = AgentLoop(grouped, ScriptedModel([*turns, "done"]), tools=["sleep_sync"]).run(
+            "quick, slow, quick"
+        )
+        assert result.status is RunStatus.SUCCESS
+        # the task before the first call; the quick and the slow call before the third
+        assert sizes == [0, 2, 1]

@@ -15,8 +15,9 @@ import pytest
 
 import tooldb
 from tooldb import Registry, Settings, UsageError
+from tooldb.selection import select as select_module
 from tooldb.selection.cache import MAX_TASK_CHARS as REMEMBERED_TASK_CHARS
-from tooldb.selection.select import Filters, Ranker, Weights
+from tooldb.selection.select import Filters, Ranker, Selector, Weights
 from tooldb.stores.search_rows import LiveStats
 from tooldb.types import Candidate
 
@@ -28,13 +29,19 @@ def _z(values: np.ndarray, floor: float) -> np.ndarray:
     return (values - values.mean()) / max(float(values.std()), floor, 1e-6)
 
 
-def _by_hand(registry: Registry, task: str, candidates: list[Candidate]) -> np.ndarray:
+def _by_hand(
+    registry: Registry, task: str, candidates: list[Candidate], twins: tuple[str, ...] = ()
+) -> np.ndarray:
     """Relevance of every tool (``candidates`` holds them all) from the candidates' dense
     and lexical scores: z-scores (dense spread floored at 0.02, lexical at 5% of the best),
     blended with the lexical share of the task's coverage, halved where the words' best
-    match is unrelated by the vectors, then ``exp(-(best - fused) / 4)``."""
+    match is unrelated by the vectors, near-``twins`` taking the best lexical z among
+    them, then ``exp(-(best - fused) / 4)``."""
     lexical = np.array([c.lexical for c in candidates], dtype=np.float64)
     lexical_z = _z(lexical, 0.05 * lexical.max())
+    merged = [i for i, c in enumerate(candidates) if c.name in twins]
+    if merged:
+        lexical_z[merged] = lexical_z[merged].max()
     if candidates[0].dense is None:
         fused = lexical_z
     else:
@@ -87,6 +94,28 @@ def test_a_task_whose_best_words_are_unrelated_leans_on_the_vectors(store_url: s
             candidates = registry.select(task, k=len(CATALOGUE), record=False).candidates
             expected = _by_hand(registry, task, candidates)
             assert [c.relevance for c in candidates] == pytest.approx(expected.tolist(), abs=2e-6)
+
+
+TWINS = [
+    {"name": "resize_image", "description": "Resize an image to a width and height."},
+    {"name": "resize_picture",
+     "description": "Resize an image to a width and a height, keeping the image sharp."},
+]  # fmt: skip
+
+
+def test_near_twins_take_the_best_words_of_the_two(store_url: str) -> None:
+    """Near-twins (vectors at least ``select_twin_cosine`` alike: 0.82 for these two under
+    the ``hash`` embedder) holding the same words of the task each blend the best lexical
+    score of the two, so their vectors order them."""
+    settings = Settings(url=store_url, embedder="hash", select_twin_cosine=0.8)
+    with tooldb.open(store_url, settings=settings) as registry:
+        registry.register([_spec(entry) for entry in CATALOGUE + TWINS])
+        for task in ("resize this image", "make the image smaller"):
+            candidates = registry.select(task, k=7, record=False).candidates
+            relevance = [c.relevance for c in candidates]
+            merged = _by_hand(registry, task, candidates, ("resize_image", "resize_picture"))
+            assert relevance == pytest.approx(merged.tolist(), abs=2e-6)
+            assert relevance != pytest.approx(_by_hand(registry, task, candidates).tolist())
 
 
 def test_the_lexical_share_follows_the_coverage_setting_by_setting(store_url: str) -> None:
@@ -234,6 +263,8 @@ def test_the_notes_on_missing_embeddings_word_for_word(store_url: str) -> None:
             "3 of 3 tools have no hash:64 embedding yet: they are ranked by words only; "
             "run `tooldb embed`"
         ]
+        waiting = registry.select("weather forecast", k=3, record=False).candidates
+        assert all(c.dense is None for c in waiting)  # ranked by words only, as it says
         registry.embed()
         registry.register([_spec(CATALOGUE[3])])  # embedded as it is registered
     with tooldb.open(store_url, settings=Settings(url=store_url, embedder="hash")) as registry:
@@ -314,3 +345,79 @@ def test_the_task_vector_is_float32_remembered_up_to_its_length_and_timed(
         registry.select(longest, k=1, record=False)
     assert slow.texts.count(longest) == 1  # at the limit: still remembered
     assert selector.task_vector(longest) is selector.vectors.get(longest)
+
+
+def test_vectors_embedded_elsewhere_count_from_the_next_select(store_url: str) -> None:
+    """The mirror learns of the new vectors while it ranks (the tenant's state moved): the
+    pool is ranked again with the task embedded, not by words only."""
+    with tooldb.open(store_url, settings=Settings(url=store_url, embedder="none")) as plain:
+        plain.register([_spec(entry) for entry in CATALOGUE])
+    hashed = Settings(url=store_url, embedder="hash")
+    with tooldb.open(store_url, settings=hashed) as registry:
+        before = registry.select("weather forecast", k=2, record=False)
+        assert [c.dense for c in before.candidates] == [None, None]
+        with tooldb.open(store_url, settings=hashed) as other:
+            assert other.embed() == len(CATALOGUE)
+        after = registry.select("weather forecast", k=2, record=False)
+        assert after.notes == [] and all(c.dense is not None for c in after.candidates)
+
+
+def test_tasks_and_pools_are_remembered_up_to_their_limits(registry: Registry) -> None:
+    """A task of up to 2000 characters, with a pool of up to 200 tools (k = 40), is
+    pooled once however often it is asked; past either limit, every time."""
+    registry.register([_spec(entry) for entry in CATALOGUE])
+    selector = registry.selector
+    pooled: list[tuple[str, int]] = []
+    original = selector._pool
+
+    def spy(task: str, size: int, *rest: Any) -> Any:
+        pooled.append((task[:10], size))
+        return original(task, size, *rest)
+
+    selector._pool = spy  # type: ignore[method-assign]
+    longest = ("convert the currency " * 100)[:REMEMBERED_TASK_CHARS]
+    assert len(longest) == REMEMBERED_TASK_CHARS and longest == longest.strip()
+    for task, k in ((longest, 1), ("convert", 40), ("convert", 41), (longest + "s", 1)):
+        for _ in range(2):
+            registry.select(task, k=k, record=False)
+    assert pooled == [
+        (longest[:10], 50), ("convert", 200), ("convert", 205), ("convert", 205),
+        (longest[:10], 50), (longest[:10], 50),
+    ]  # fmt: skip
+
+
+def test_the_graph_serves_only_unfiltered_or_large_selections(
+    store_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """Past ``select_ann_min_tools`` the pool comes from the graph (approximate_pool),
+    but a filtered subset of up to EXACT_SUBSET_MAX tools, and an ``exact`` selector, are
+    scored exactly (here with the limit set to 30 instead of 5,000)."""
+    pytest.importorskip("faiss")
+    monkeypatch.setenv("TOOLDB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(select_module, "EXACT_SUBSET_MAX", 30)
+    paths: list[str] = []
+    for name in ("approximate_pool", "exact_pool"):
+        original = getattr(select_module, name)
+
+        def counted(*args: Any, _name: str = name, _original: Any = original) -> Any:
+            paths.append(_name)
+            return _original(*args)
+
+        monkeypatch.setattr(select_module, name, counted)
+    settings = Settings(url=store_url, embedder="hash", select_ann_min_tools=20)
+    with tooldb.open(store_url, settings=settings) as registry:
+        registry.register(
+            [_spec({"name": f"shelf_{i}", "category": ("even", "odd")[i % 2],
+                    "description": f"Shelve item {i} in the warehouse."}) for i in range(40)]
+        )  # fmt: skip
+        task = "shelve an item"
+        assert len(registry.select(task, k=3, record=False).names) == 3
+        assert registry.selector.index.dense.approximate
+        registry.select(task, k=3, category="odd", record=False)  # 20 tools
+        registry.select(task, k=3, names=[f"shelf_{i}" for i in range(31)], record=False)
+        registry.select(task, k=3, names=[f"shelf_{i}" for i in range(30)], record=False)
+        exact = Selector(registry.selector.index, registry.embedder,
+                         Weights.from_settings(settings), exact=True)  # fmt: skip
+        exact.select(task, 3, Filters())
+    assert paths == ["approximate_pool", "exact_pool", "approximate_pool", "exact_pool",
+                     "exact_pool"]  # fmt: skip
