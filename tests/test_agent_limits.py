@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,7 @@ from tooldb.agents import AgentLoop, Limits
 from tooldb.agents.tracing import Tracer
 from tooldb.errors import ModelError, StoreError, UsageError
 from tooldb.models import FunctionModel, ScriptedModel, call
-from tooldb.types import LoopContext, RunStatus
+from tooldb.types import LoopContext, RunStatus, ToolResult
 
 #: The gauge of ``blocking_overlap`` (reset it at the start of a test).
 BLOCKING = Gauge()
@@ -266,3 +267,20 @@ def test_a_tool_that_turned_slow_commits_before_its_next_call(
         assert result.status is RunStatus.SUCCESS
         # the task before the first call; the quick and the slow call before the third
         assert sizes == [0, 2, 1]
+
+
+def test_a_call_tool_runs_the_runs_calls_and_its_result_is_used(reg: Registry) -> None:
+    """``call_tool`` (how tooldb.workers runs each call as a durable step) is given the
+    tool, its arguments and the run's id, and the model gets what it returns."""
+    seen: list[tuple[str, dict[str, Any], str]] = []
+
+    async def through(name: str, arguments: dict[str, Any], run_id: str) -> ToolResult:
+        seen.append((name, arguments, run_id))
+        return await reg.acall(name, arguments, run_id=run_id)
+
+    model = ScriptedModel([call("add", {"a": 1, "b": 2}), "3"])
+    result = AgentLoop(reg, model, tools=["add"], call_tool=through).run("add")
+    assert seen == [("add", {"a": 1, "b": 2}, result.run_id)]
+    assert result.status is RunStatus.SUCCESS and result.tool_calls[0].output == "3"
+    assert model.requests[1][0][-1].content == "3"
+    assert [c.tool_name for c in reg.calls(run_id=result.run_id)] == ["add"]

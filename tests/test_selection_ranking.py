@@ -421,3 +421,19 @@ def test_the_graph_serves_only_unfiltered_or_large_selections(
         exact.select(task, 3, Filters())
     assert paths == ["approximate_pool", "exact_pool", "approximate_pool", "exact_pool",
                      "exact_pool"]  # fmt: skip
+
+
+def test_a_called_tools_figures_are_fresh_on_every_ask_of_a_remembered_pool(
+    registry: Registry,
+) -> None:
+    """A remembered pool keeps the rows of its never-called tools only: a tool's row is
+    rebuilt from the statistics on every ask once it has calls, however many asks."""
+    registry.register([_spec(entry) for entry in CATALOGUE])
+    task = "send an email"
+    calls = []
+    for made in (2, 3, 1):
+        for _ in range(made):
+            registry.call("send_email", {"to": "a@b.c", "subject": "hi"})
+        best = registry.select(task, k=2, record=False).candidates[0]
+        calls.append(best.calls)
+    assert calls == [2, 5, 6]
