@@ -430,8 +430,22 @@ _accept(
     "the rows of never-called tools are a cache of what _row builds from the pool alone: "
     "without it every row is built afresh, the same",
     "row = None",
+    "row = None if (called) or True else pooled.rows.get(tool.position)",
     "row = None if called else pooled.rows.get(None)",
+    "pooled.rows[tool.position] = None",
     "del: pooled.rows[tool.position] = row",
+)
+_accept(
+    "selection/select.py",
+    "a final equal to the relevance is the relevance: rounding it gives the rounded "
+    "relevance (the shortcut only saves a round)",
+    '"final": relevance if (tool.final == tool.relevance) and False else round(tool.final, 6),',
+)
+_accept(
+    "selection/select.py",
+    "a called tool's row is never read from the cache (statistics only grow within a pool, "
+    "so a called tool stays called): caching it too changes nothing",
+    "if called:",
 )
 
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-x", "-q", "-k", "not postgres"]

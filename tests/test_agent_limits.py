@@ -284,3 +284,23 @@ def test_a_call_tool_runs_the_runs_calls_and_its_result_is_used(reg: Registry) -
     assert result.status is RunStatus.SUCCESS and result.tool_calls[0].output == "3"
     assert model.requests[1][0][-1].content == "3"
     assert [c.tool_name for c in reg.calls(run_id=result.run_id)] == ["add"]
+
+
+def test_the_model_is_told_how_many_retries_are_left_word_for_word(reg: Registry) -> None:
+    model = ScriptedModel([call("add", {"a": "x"})] * 3 + ["done"])
+    result = AgentLoop(reg, model, tools=["add"], limits=Limits(max_retries_per_tool=2)).run("add")
+    errors = [use.error or "" for use in result.tool_calls]
+    assert errors[0].endswith(" (fix the arguments and call again: 2 retries left)")
+    assert errors[1].endswith(" (fix the arguments and call again: 1 retry left)")
+    assert errors[2].endswith(" (no retries left for this tool)")
+
+
+def test_a_call_tool_that_raises_is_a_failed_call_the_model_is_told_of(reg: Registry) -> None:
+    async def broken(name: str, arguments: dict[str, Any], run_id: str) -> ToolResult:
+        raise ValueError(f"no worker for {name}")
+
+    model = ScriptedModel([call("add", {"a": 1}), "gave up"])
+    result = AgentLoop(reg, model, tools=["add"], call_tool=broken).run("add")
+    assert result.status is RunStatus.SUCCESS
+    assert result.tool_calls[0].error == "ValueError: no worker for add"
+    assert model.requests[1][0][-1].content == "Error: ValueError: no worker for add"

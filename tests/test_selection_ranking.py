@@ -227,7 +227,7 @@ def test_learned_boost_and_evidence_are_reported_as_computed(registry: Registry)
 
 def test_scores_are_rounded_to_six_places_and_facts_are_the_tools(registry: Registry) -> None:
     registry.register([_spec(entry) for entry in CATALOGUE])
-    for _ in range(3):
+    for _ in range(2):  # success (2 + 4.5) / 7: more than six places before rounding
         registry.call("send_email", {"to": "a@b.c", "subject": "hi"})
     candidates = registry.select("send the forecast by email", k=5, record=False).candidates
     by_name = {entry["name"]: entry for entry in CATALOGUE}
@@ -236,7 +236,7 @@ def test_scores_are_rounded_to_six_places_and_facts_are_the_tools(registry: Regi
             assert value is not None and value == round(value, 6)
         assert c.description == by_name[c.name]["description"]
         assert c.category == by_name[c.name]["category"] and c.kind == "python"
-        assert c.calls == (3 if c.name == "send_email" else 0)
+        assert c.calls == (2 if c.name == "send_email" else 0)
     assert any(c.final != c.relevance for c in candidates)  # the called tool moved
     # the rounding is visible: some score has more than six places before it
     assert any(len(repr(c.dense).split(".")[-1]) == 6 for c in candidates)
