@@ -5,6 +5,7 @@ parent, what an errored or interrupted run keeps, and what a run remembers of it
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import replace
 from typing import Any
@@ -14,11 +15,18 @@ import pytest
 import tests.sample_tools as st
 import tooldb
 from tests.overlap import Gauge
-from tooldb import Registry, tool
+from tooldb import AgentSpec, Registry, tool
 from tooldb.agents import AgentLoop, Limits
 from tooldb.agents.tracing import Tracer
 from tooldb.errors import ModelError, StoreError, UsageError
-from tooldb.models import FunctionModel, ScriptedModel, call
+from tooldb.models import (
+    FunctionModel,
+    Message,
+    ScriptedModel,
+    call,
+    register_model,
+    unregister_model,
+)
 from tooldb.types import LoopContext, RunStatus, ToolResult
 
 #: The gauge of ``blocking_overlap`` (reset it at the start of a test).
@@ -304,3 +312,36 @@ def test_a_call_tool_that_raises_is_a_failed_call_the_model_is_told_of(reg: Regi
     assert result.status is RunStatus.SUCCESS
     assert result.tool_calls[0].error == "ValueError: no worker for add"
     assert model.requests[1][0][-1].content == "Error: ValueError: no worker for add"
+
+
+def test_needs_retry_goes_to_the_protocol_and_a_plain_failure_does_not(reg: Registry) -> None:
+    """An agent tool's needs_retry naming another tool of the run: that tool is re-run,
+    then the asker with the same task (agents/protocol.py); a tool that merely fails is
+    told to the model as it failed, with no retry hint and no retry spent."""
+    asked: list[str] = []
+
+    def picky(messages: list[Message], *_: object) -> object:
+        asked.append(next(m.content for m in messages if m.role == "user"))
+        if len(asked) == 1:
+            return json.dumps({"status": "needs_retry", "message": "stale", "target": "echo",
+                               "refinement": "fresher"})  # fmt: skip
+        return "fresh answer"
+
+    register_model("test:limits-picky", FunctionModel(picky))
+    try:
+        reg.add_agent(AgentSpec(name="picky", model="test:limits-picky", as_tool=True))
+        model = ScriptedModel(
+            [call("echo", {"text": "hi"}), call("fail", {"message": "kaput"}),
+             call("picky", {"task": "the news"}), "ok"]
+        )  # fmt: skip
+        result = AgentLoop(reg, model, tools=["echo", "fail", "picky"]).run("news")
+    finally:
+        unregister_model("test:limits-picky")
+    assert result.status is RunStatus.SUCCESS
+    assert result.tool_calls[1].error == reg.call("fail", {"message": "kaput"}).error
+    assert len(asked) == 2 and asked[0] == asked[1] and asked[0].startswith("the news")
+    told = model.requests[3][0][-1].content
+    assert told.startswith("picky: needs_retry: stale")
+    assert "-> re-ran 'echo' with the refinement (retry 1 of 2): ok: hi" in told
+    assert told.endswith("-> picky again: fresh answer")
+    assert [use.tool for use in result.tool_calls] == ["echo", "fail", "echo", "picky", "picky"]
