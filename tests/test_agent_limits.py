@@ -345,3 +345,59 @@ def test_needs_retry_goes_to_the_protocol_and_a_plain_failure_does_not(reg: Regi
     assert "-> re-ran 'echo' with the refinement (retry 1 of 2): ok: hi" in told
     assert told.endswith("-> picky again: fresh answer")
     assert [use.tool for use in result.tool_calls] == ["echo", "fail", "echo", "picky", "picky"]
+
+
+def test_run_under_a_parent_and_the_runs_span(reg: Registry) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    outer = AgentLoop(reg, ScriptedModel(["nothing to do"]), tools=["add"]).run("outer")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    model = ScriptedModel(["done"])
+    loop = AgentLoop(reg, model, tools=["add"], agent="clerk",
+                     tracer=Tracer(provider.get_tracer("t")))  # fmt: skip
+    parent = LoopContext(run_id=outer.run_id, iteration=0)
+    result = loop.run("inner", parent=parent)
+    assert result.parent_run_id == outer.run_id
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent clerk"]
+    assert span.attributes is not None
+    assert span.attributes["gen_ai.conversation.id"] == result.run_id
+    assert span.attributes["gen_ai.agent.name"] == "clerk"
+    assert span.attributes["gen_ai.request.model"] == model.id
+
+
+def test_a_cancelled_run_ends_partial_with_why(reg: Registry) -> None:
+    async def slow(*_: object) -> str:
+        await asyncio.sleep(30)
+        return "too late"
+
+    async def cancel_it() -> str:
+        loop = AgentLoop(reg, FunctionModel(slow), tools=["add"])
+        task = asyncio.ensure_future(loop.arun("wait", run_id="cancelled-run"))
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return "cancelled-run"
+
+    run_id = asyncio.run(cancel_it())
+    stored = reg.store.get_run(reg.tenant, run_id)
+    assert stored is not None and stored.status is RunStatus.PARTIAL and stored.requires_review
+    assert stored.review_reason == "the run was cancelled by its caller"
+
+
+def test_a_bug_inside_the_loop_ends_the_run_with_an_error(
+    reg: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def bug(*_: object) -> None:
+        raise RuntimeError("a bug in tooldb")
+
+    monkeypatch.setattr("tooldb.agents.loop.refuse_turn", bug)
+    result = AgentLoop(reg, ScriptedModel(["hello"]), tools=["add"]).run("x")
+    assert result.status is RunStatus.ERROR and result.error == "RuntimeError: a bug in tooldb"
+    assert result.requires_review and result.review_reason == "the run failed inside tooldb"
+    stored = reg.store.get_run(reg.tenant, result.run_id)
+    assert stored is not None and stored.status is RunStatus.ERROR
