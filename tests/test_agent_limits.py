@@ -323,7 +323,7 @@ def test_needs_retry_goes_to_the_protocol_and_a_plain_failure_does_not(reg: Regi
     def picky(messages: list[Message], *_: object) -> object:
         asked.append(next(m.content for m in messages if m.role == "user"))
         if len(asked) == 1:
-            return json.dumps({"status": "needs_retry", "message": "stale", "target": "echo",
+            return json.dumps({"status": "needs_retry", "message": "stale", "target": "whoami",
                                "refinement": "fresher"})  # fmt: skip
         return "fresh answer"
 
@@ -331,10 +331,10 @@ def test_needs_retry_goes_to_the_protocol_and_a_plain_failure_does_not(reg: Regi
     try:
         reg.add_agent(AgentSpec(name="picky", model="test:limits-picky", as_tool=True))
         model = ScriptedModel(
-            [call("echo", {"text": "hi"}), call("fail", {"message": "kaput"}),
+            [call("whoami", {"note": "hi"}), call("fail", {"message": "kaput"}),
              call("picky", {"task": "the news"}), "ok"]
         )  # fmt: skip
-        result = AgentLoop(reg, model, tools=["echo", "fail", "picky"]).run("news")
+        result = AgentLoop(reg, model, tools=["whoami", "fail", "picky"]).run("news")
     finally:
         unregister_model("test:limits-picky")
     assert result.status is RunStatus.SUCCESS
@@ -342,9 +342,12 @@ def test_needs_retry_goes_to_the_protocol_and_a_plain_failure_does_not(reg: Regi
     assert len(asked) == 2 and asked[0] == asked[1] and asked[0].startswith("the news")
     told = model.requests[3][0][-1].content
     assert told.startswith("picky: needs_retry: stale")
-    assert "-> re-ran 'echo' with the refinement (retry 1 of 2): ok: hi" in told
+    assert "-> re-ran 'whoami' with the refinement (retry 1 of 2): ok: " in told
+    assert f'"run": "{result.run_id}"' in told  # the re-run had the run's context
     assert told.endswith("-> picky again: fresh answer")
-    assert [use.tool for use in result.tool_calls] == ["echo", "fail", "echo", "picky", "picky"]
+    assert [use.tool for use in result.tool_calls] == [
+        "whoami", "fail", "whoami", "picky", "picky",
+    ]  # fmt: skip
 
 
 def test_run_under_a_parent_and_the_runs_span(reg: Registry) -> None:
