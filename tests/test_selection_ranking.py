@@ -437,3 +437,19 @@ def test_a_called_tools_figures_are_fresh_on_every_ask_of_a_remembered_pool(
         best = registry.select(task, k=2, record=False).candidates[0]
         calls.append(best.calls)
     assert calls == [2, 5, 6]
+
+
+def test_new_evidence_reaches_a_task_asked_again(registry: Registry) -> None:
+    """A remembered pool is keyed by the evidence's version: learning moves the next
+    ask of the same task, and evidence left by a removed tool is ignored."""
+    registry.register([_spec(entry) for entry in CATALOGUE])
+    task = "say it in French"
+    before = registry.select(task, k=5, record=False).candidates
+    assert all(c.learned == 0 for c in before)
+    registry.learn("say hello in French", "translate_text")
+    after = registry.select(task, k=5, record=False).candidates
+    assert next(c for c in after if c.name == "translate_text").learned > 0
+    registry.learn("say it in French", "send_email")
+    registry.remove("send_email")
+    names = registry.select(task, k=5, record=False).names
+    assert "send_email" not in names and len(names) == len(CATALOGUE) - 1
