@@ -81,12 +81,20 @@ def test_a_task_whose_best_words_are_unrelated_leans_on_the_vectors(store_url: s
     for unrelated_z, cut in ((5.0, 0.25), (5.0, 1.0), (-5.0, 0.25)):
         settings = Settings(url=store_url, embedder="hash", select_unrelated_z=unrelated_z,
                             select_unrelated_share=cut)  # fmt: skip
-        with tooldb.open(store_url, settings=settings) as registry:
-            if not registry.list():
-                registry.register([_spec(entry) for entry in CATALOGUE])
-            candidates = registry.select(task, k=len(CATALOGUE), record=False).candidates
-            expected = _by_hand(registry, task, candidates)
-            assert [c.relevance for c in candidates] == pytest.approx(expected.tolist(), abs=2e-6)
+        _ranked_as_by_hand(settings, task)
+
+
+def _ranked_as_by_hand(settings: Settings, task: str) -> list[Candidate]:
+    """The catalogue's ranking for ``task`` under ``settings`` (registered on first use of
+    the store), checked against ``_by_hand``."""
+    assert settings.url is not None
+    with tooldb.open(settings.url, settings=settings) as registry:
+        if not registry.list():
+            registry.register([_spec(entry) for entry in CATALOGUE])
+        candidates = registry.select(task, k=len(CATALOGUE), record=False).candidates
+        expected = _by_hand(registry, task, candidates)
+        assert [c.relevance for c in candidates] == pytest.approx(expected.tolist(), abs=2e-6)
+        return candidates
 
 
 TWINS = [
@@ -116,14 +124,8 @@ def test_the_lexical_share_setting_moves_the_blend(store_url: str) -> None:
     changes = [{"select_lexical_share": share} for share in (0.0, 0.2, 0.5, 0.8, 1.0)]
     seen = set()
     for change in changes:
-        settings = Settings(url=store_url, embedder="hash", **change)
-        with tooldb.open(store_url, settings=settings) as registry:
-            if not registry.list():
-                registry.register([_spec(entry) for entry in CATALOGUE])
-            candidates = registry.select(task, k=len(CATALOGUE), record=False).candidates
-            expected = _by_hand(registry, task, candidates)
-            assert [c.relevance for c in candidates] == pytest.approx(expected.tolist(), abs=2e-6)
-            seen.add(round(candidates[1].relevance, 4))
+        candidates = _ranked_as_by_hand(Settings(url=store_url, embedder="hash", **change), task)
+        seen.add(round(candidates[1].relevance, 4))
     assert len(seen) == len(changes)  # each setting moved the ranking's figures
 
 
