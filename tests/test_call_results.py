@@ -324,3 +324,14 @@ def test_a_result_is_rendered_by_the_tools_return_kind_or_fails(registry: Regist
     assert "no repr" in (bad.error or "") and 0 <= bad.duration_ms < 5000
     [record] = registry.calls(limit=1)
     assert record.error_kind is ErrorKind.EXECUTION and before <= record.started_at <= time.time()
+
+
+def test_call_records_its_run_and_runs_its_tool_under_its_registry(registry: Registry) -> None:
+    registry.add(where)
+    other = registry.for_tenant("other")
+    other.add(where)
+    assert other.call("where", {"text": "x"}, run_id="r").data["tenant"] == "other"
+    with pytest.raises(ArgumentError):
+        other.call("where", {"text": ["not", "text"]}, run_id="r")
+    assert [c.run_id for c in other.calls()] == ["r", "r"]
+    assert [c.error_kind for c in other.calls()] == [ErrorKind.ARGUMENTS, None]

@@ -4,6 +4,7 @@ stdin, JSON on stdout) and the same limits. `.ci/run` installs the JDK when miss
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,9 +95,14 @@ def test_without_a_jdk_registration_says_how_to_install_one(
     reg: Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     add_java(reg, "java_before", ECHO)
+    javac = shutil.which("javac")
     monkeypatch.setenv("PATH", str(tmp_path))  # a PATH with no java and no javac
     assert java_binary() is None
     with pytest.raises(DefinitionError, match=r"no JDK is installed.*default-jdk-headless"):
+        add_java(reg, "java_echo", ECHO)
+    assert javac is not None
+    (tmp_path / "javac").symlink_to(javac)  # javac alone will not do: calls need java
+    with pytest.raises(DefinitionError, match=r"no JDK is installed"):
         add_java(reg, "java_echo", ECHO)
     gone = reg.call("java_before", {})  # registered while a JDK was there
     assert not gone.success
@@ -118,5 +124,6 @@ def test_the_jvm_gets_half_the_memory_limit_as_heap_and_at_least_16_mb(reg: Regi
     java, *flags, source = launch["exec"]
     assert (java, source) == (java_binary(), "/scratch/tool.java")
     assert flags[0] == "-Xmx256m" and "-XX:+UseSerialGC" in flags
+    assert "-Dfile.encoding=UTF-8" in flags  # whatever the sandbox's locale
     assert java_launch(spec, "/scratch", 34)["exec"][1] == "-Xmx17m"
     assert java_launch(spec, "/scratch", 20)["exec"][1] == "-Xmx16m"
