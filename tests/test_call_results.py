@@ -13,13 +13,16 @@ from typing import Any
 
 import pytest
 
+import tooldb
 from tests import sample_tools
+from tests.test_store_run_rows import new_run
 from tooldb import (
     ArgumentError,
     ErrorKind,
     NotFound,
     Registry,
     Returns,
+    Settings,
     ToolDisabled,
     UsageError,
     tool,
@@ -221,7 +224,7 @@ def test_an_async_tool_times_out_and_a_cancelled_one_is_recorded(registry: Regis
     assert record.error_kind is ErrorKind.CANCELLED and not record.success
     assert re.fullmatch(r"call of tool 'awhere' was cancelled by the caller after \d+ ms",
                         record.error or "")  # fmt: skip
-    assert before <= record.started_at <= time.time() and record.duration_ms >= 150
+    assert before <= record.started_at <= time.time() and 150 <= record.duration_ms < 5000
 
 
 class Also:
@@ -335,3 +338,64 @@ def test_call_records_its_run_and_runs_its_tool_under_its_registry(registry: Reg
         other.call("where", {"text": ["not", "text"]}, run_id="r")
     assert [c.run_id for c in other.calls()] == ["r", "r"]
     assert [c.error_kind for c in other.calls()] == [ErrorKind.ARGUMENTS, None]
+
+
+class Holding(Also):
+    """A RecordAlso that holds records for a group commit, each with a message."""
+
+    def __init__(self, registry: Registry) -> None:
+        super().__init__()
+        self.held = HeldRecords(registry.recorder, limit=10)
+
+    def __call__(self, result: Any) -> Any:
+        return ("r", [(len(self.told), 1, "tool", json.dumps({"content": result.output}))])
+
+
+def test_an_inline_call_can_be_held_for_a_group_commit(registry: Registry) -> None:
+    registry.add(sample_tools.echo)
+    registry.add(sample_tools.fail)
+    new_run(registry.store, registry.tenant, run_id="r")  # its messages need the run's row
+    also = Holding(registry)
+
+    async def main() -> list[Any]:
+        return [
+            await registry.acall("echo", {"text": "hi"}, inline=True, run_id="r", record_also=also),
+            await registry.acall("fail", {"message": "no"}, inline=True, run_id="r",
+                                 record_also=also),
+        ]  # fmt: skip
+
+    ok, bad = asyncio.run(main())
+    assert registry.calls() == [] and ok.call_id is None  # held, not yet committed
+    assert also.held is not None
+    also.held.commit()
+    records = registry.calls(run_id="r")[::-1]
+    assert [(c.tool_name, c.arguments, c.success, c.error_kind) for c in records] == [
+        ("echo", {"text": "hi"}, True, None),
+        ("fail", {"message": "no"}, False, ErrorKind.EXECUTION),
+    ]
+    assert [ok.call_id, bad.call_id] == [c.id for c in records]
+    assert [m["content"] for m in registry.store.run_messages("r")] == ["hi", bad.output]
+
+
+def test_a_call_made_for_a_task_is_evidence_for_or_against_its_tool(registry: Registry) -> None:
+    registry.add(sample_tools.echo)
+    registry.add(sample_tools.fail)
+    registry.call("echo", {"text": "x"}, task="repeat a word")
+    registry.call("fail", {}, task="break something")
+    registry.call("echo", {"text": "y"})  # no task: nothing learned
+    assert sorted((r.task, r.tool, r.good, r.bad) for r in registry.evidence()) == [
+        ("break something", "fail", 0.0, 1.0),
+        ("repeat a word", "echo", 1.0, 0.0),
+    ]
+
+
+def test_a_tool_whose_target_is_gone_fails_as_a_call(
+    registry: Registry, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry.add({"name": "t", "target": "tests.sample_tools:noop", "parameters": {}})
+    monkeypatch.delattr(sample_tools, "noop")  # e.g. a module changed since it was added
+    settings = Settings(embedder="hash", url=store_url)
+    with tooldb.open(store_url, settings=settings) as fresh:  # nothing resolved yet
+        result = fresh.call("t", {})
+    assert not result.success and "noop" in (result.error or "")
+    assert 0 <= result.duration_ms < 5000
