@@ -365,6 +365,8 @@ def test_an_inline_call_can_be_held_for_a_group_commit(registry: Registry) -> No
         ]  # fmt: skip
 
     ok, bad = asyncio.run(main())
+    with pytest.raises(ArgumentError):  # a rejection is held too, in its place
+        asyncio.run(registry.acall("echo", {}, inline=True, run_id="r", record_also=also))
     assert registry.calls() == [] and ok.call_id is None  # held, not yet committed
     assert also.held is not None
     also.held.commit()
@@ -372,8 +374,9 @@ def test_an_inline_call_can_be_held_for_a_group_commit(registry: Registry) -> No
     assert [(c.tool_name, c.arguments, c.success, c.error_kind) for c in records] == [
         ("echo", {"text": "hi"}, True, None),
         ("fail", {"message": "no"}, False, ErrorKind.EXECUTION),
+        ("echo", {}, False, ErrorKind.ARGUMENTS),
     ]
-    assert [ok.call_id, bad.call_id] == [c.id for c in records]
+    assert [ok.call_id, bad.call_id] == [c.id for c in records[:2]]
     assert [m["content"] for m in registry.store.run_messages("r")] == ["hi", bad.output]
 
 
