@@ -127,3 +127,11 @@ def test_the_jvm_gets_half_the_memory_limit_as_heap_and_at_least_16_mb(reg: Regi
     assert "-Dfile.encoding=UTF-8" in flags  # whatever the sandbox's locale
     assert java_launch(spec, "/scratch", 34)["exec"][1] == "-Xmx17m"
     assert java_launch(spec, "/scratch", 20)["exec"][1] == "-Xmx16m"
+
+
+def test_a_source_without_a_public_class_is_checked_and_runs(reg: Registry) -> None:
+    add_java(reg, "java_plain", 'class Main {\n    public static void main(String[] a) {\n'
+             '        System.out.println("{\\"ok\\": true}");\n    }\n}\n')  # fmt: skip
+    result = reg.call("java_plain", {})
+    assert result.success, result.error
+    assert result.data == {"ok": True}
