@@ -18,6 +18,7 @@ from tests import sample_tools
 from tests.test_store_run_rows import new_run
 from tooldb import (
     ArgumentError,
+    DefinitionError,
     ErrorKind,
     NotFound,
     Registry,
@@ -31,8 +32,9 @@ from tooldb.context import current_registry
 from tooldb.errors import ExecutionError, ToolTimeout
 from tooldb.execution import _failed, render
 from tooldb.executors import Rendered
+from tooldb.executors.python import PythonExecutor
 from tooldb.recording import HeldRecords
-from tooldb.types import ToolRecord
+from tooldb.types import ToolKind, ToolRecord
 
 
 @tool
@@ -338,6 +340,12 @@ def test_call_records_its_run_and_runs_its_tool_under_its_registry(registry: Reg
         other.call("where", {"text": ["not", "text"]}, run_id="r")
     assert [c.run_id for c in other.calls()] == ["r", "r"]
     assert [c.error_kind for c in other.calls()] == [ErrorKind.ARGUMENTS, None]
+    assert "text" in (other.calls()[0].error or "")  # the binder's words, recorded
+    other.add_module("tests.runtime_tools")
+    filled = other.call("note_thought", {"thought": "t"}, run_id="r").data
+    assert (filled["tenant"], filled["run_id"]) == ("other", "r")
+    filled = asyncio.run(other.acall("note_thought", {"thought": "t"}, run_id="r")).data
+    assert (filled["tenant"], filled["run_id"]) == ("other", "r")
 
 
 class Holding(Also):
@@ -402,3 +410,17 @@ def test_a_tool_whose_target_is_gone_fails_as_a_call(
         result = fresh.call("t", {})
     assert not result.success and "noop" in (result.error or "")
     assert 0 <= result.duration_ms < 5000
+
+
+def test_a_kind_this_registry_cannot_execute_is_refused_by_name(registry: Registry) -> None:
+    registry.add(sample_tools.echo)
+    registry.add({"name": "web", "target": "GET https://example.com/", "kind": "http"})
+    only_python = Registry(
+        registry.store, registry.settings, executors={ToolKind.PYTHON: PythonExecutor()}
+    )
+    assert only_python.call("echo", {"text": "x"}).output == "x"
+    with pytest.raises(DefinitionError) as refused:
+        only_python.call("web", {})
+    assert str(refused.value) == (
+        "tool kind 'http' cannot be executed by this version of tooldb (available: python)"
+    )
