@@ -589,8 +589,10 @@ _accept(
 )
 _accept(
     "executors/script_java.py",
-    "accepted: javac's 120 s limit only matters for a javac that hangs",
+    "accepted: javac's 120 s limit and its message only matter for a javac that hangs",
     "timeout=None,",
+    "timeout=121,",
+    "raise DefinitionError(None) from None",
     ")",
 )
 

@@ -316,6 +316,8 @@ def test_a_calls_argv_and_the_fork_servers(monkeypatch: pytest.MonkeyPatch) -> N
     ):
         assert _has(argv, *run), run
     assert "CAP_SYS_ADMIN" not in argv and _has(argv, "--cap-add", "CAP_SETUID")
+    networked = bwrap.call_argv("bw", (), network=True, tmp_bytes=4096, source=(7, "s.py"))
+    assert "--unshare-net" not in networked and "--unshare-pid" in networked
     server = bwrap.server_argv("bw", ())
     assert server[0] == "bw" and server[-1] == "--" and "--unshare-net" not in server
     for run in (
