@@ -133,3 +133,26 @@ def test_skills_and_agents_are_read_and_removed_in_their_tenant(registry: Regist
     assert store.get_agent(tenant, "helper") is not None
     assert [a["name"] for a in store.list_agents(tenant)] == ["helper"]
     assert store.list_agents("other") == []
+
+
+def test_removing_a_skill_takes_its_links_and_versions_and_nothing_else(
+    registry: Registry,
+) -> None:
+    store, tenant = registry.store, registry.tenant
+    registry.add(st.echo, st.add)
+    other = registry.for_tenant("other")
+    other.add(st.echo)
+    registry.add_skill({"name": "a", "description": "A.", "tools": ["echo"]})
+    registry.add_skill({"name": "b", "description": "B.", "tools": ["echo", "add"]})
+    other.add_skill({"name": "a", "description": "Theirs.", "tools": ["echo"]})
+    assert store.remove_skill(tenant, "a")
+    assert store.catalog_links("skill", tenant, "a") == []
+    assert store.catalog_versions("skill", tenant, "a") == []
+    assert [r["tool"] for r in store.catalog_links("skill", tenant, "b")] == ["echo", "add"]
+    assert (
+        registry.skill("b").description == "B."
+        and len(store.catalog_versions("skill", tenant, "b")) == 1
+    )
+    assert [r["tool"] for r in store.catalog_links("skill", "other", "a")] == ["echo"]
+    assert len(store.catalog_versions("skill", "other", "a")) == 1
+    assert other.skill("a").description == "Theirs."
