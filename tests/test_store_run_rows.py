@@ -156,3 +156,35 @@ def test_removing_a_skill_takes_its_links_and_versions_and_nothing_else(
     assert [r["tool"] for r in store.catalog_links("skill", "other", "a")] == ["echo"]
     assert len(store.catalog_versions("skill", "other", "a")) == 1
     assert other.skill("a").description == "Theirs."
+
+
+def test_an_agent_row_keeps_its_skills_version_and_flag(registry: Registry) -> None:
+    store, tenant = registry.store, registry.tenant
+    definition = {"name": "helper", "skills": ["s1", "s2"]}
+    row = {"name": "helper", "definition": definition, "content_hash": "h1"}
+    assert store.put_agent(tenant, row, (False, "missing: s1")) == (1, True)
+    agent = store.get_agent(tenant, "helper")
+    assert agent is not None and (agent["enabled"], agent["disabled_reason"]) == (
+        False,
+        "missing: s1",
+    )
+    assert [r["skill"] for r in store.catalog_links("agent", tenant, "helper")] == ["s1", "s2"]
+    (version,) = store.catalog_versions("agent", tenant, "helper")
+    assert version["definition"] == definition
+
+
+def test_run_messages_come_in_order_and_runs_twenty_at_a_time(registry: Registry) -> None:
+    store, tenant = registry.store, registry.tenant
+    run_id = new_run(store, tenant)
+    store.append_run_messages(
+        run_id, [(2, 1, "tool", '{"content": "c"}'), (0, 0, "user", '{"content": "a"}')]
+    )
+    store.append_run_messages(run_id, [(1, 1, "assistant", '{"content": "b"}')])
+    assert store.run_messages(run_id) == [
+        {"seq": 0, "iteration": 0, "content": "a"},
+        {"seq": 1, "iteration": 1, "content": "b"},
+        {"seq": 2, "iteration": 1, "content": "c"},
+    ]
+    for _ in range(21):
+        new_run(store, tenant)
+    assert len(store.list_runs(tenant)) == 20
