@@ -41,6 +41,7 @@ def test_ancestors_stop_at_the_tenant_boundary(registry: Registry) -> None:
     # make one; the store must still not follow it across).
     stranger = new_run(store, "other", parent=child)
     assert store.run_ancestors("other", stranger) == []
+    assert store.run_ancestors(mine, stranger) == []  # not my run: no chain from it
     assert store.run_ancestors("other", grandchild) == []
     assert [r["id"] for r in store.run_tree(mine, root)] == [root, child, grandchild]
     assert store.run_tree("other", root) == []
@@ -188,3 +189,17 @@ def test_run_messages_come_in_order_and_runs_twenty_at_a_time(registry: Registry
     for _ in range(21):
         new_run(store, tenant)
     assert len(store.list_runs(tenant)) == 20
+
+
+def test_runs_are_listed_newest_first_and_definitions_by_name(registry: Registry) -> None:
+    store, tenant = registry.store, registry.tenant
+    for run_id, started in (("r1", WHEN), ("r3", WHEN + 10), ("r2", WHEN + 10)):
+        new_run(store, tenant, run_id=run_id)
+        with store.engine.begin() as conn:
+            from tooldb.stores.schema import runs
+
+            conn.execute(runs.update().where(runs.c.id == run_id).values(started_at=started))
+    assert [r.id for r in store.list_runs(tenant)] == ["r2", "r3", "r1"]
+    for name in ("b", "a"):
+        store.put_agent(tenant, {"name": name, "definition": {"name": name}, "content_hash": name})
+    assert [a["name"] for a in store.list_agents(tenant)] == ["a", "b"]
