@@ -203,3 +203,21 @@ def test_runs_are_listed_newest_first_and_definitions_by_name(registry: Registry
     for name in ("b", "a"):
         store.put_agent(tenant, {"name": name, "definition": {"name": name}, "content_hash": name})
     assert [a["name"] for a in store.list_agents(tenant)] == ["a", "b"]
+
+
+def test_a_skill_missing_a_tool_is_stored_disabled_then_enabled(registry: Registry) -> None:
+    store, tenant = registry.store, registry.tenant
+    definition = {"name": "s", "description": "S.", "tools": ["echo"]}
+    registry.add_skill(definition, allow_missing=True)
+    row = store.get_skill(tenant, "s")
+    assert row is not None and (row["enabled"], row["disabled_reason"]) == (
+        False,
+        "missing: tool 'echo'",
+    )
+    (version,) = store.catalog_versions("skill", tenant, "s")
+    assert version["definition"]["name"] == "s" and "content_hash" not in version["definition"]
+    registry.add(st.echo)
+    registry.add_skill(definition)  # the same definition, complete now: enabled again
+    row = store.get_skill(tenant, "s")
+    assert row is not None and (row["enabled"], row["disabled_reason"]) == (True, None)
+    assert len(store.catalog_versions("skill", tenant, "s")) == 1  # unchanged: no new version
