@@ -209,6 +209,7 @@ def test_a_skill_missing_a_tool_is_stored_disabled_then_enabled(registry: Regist
     store, tenant = registry.store, registry.tenant
     definition = {"name": "s", "description": "S.", "tools": ["echo"]}
     registry.add_skill(definition, allow_missing=True)
+    registry.for_tenant("other").add_skill(definition, allow_missing=True)
     row = store.get_skill(tenant, "s")
     assert row is not None and (row["enabled"], row["disabled_reason"]) == (
         False,
@@ -221,3 +222,5 @@ def test_a_skill_missing_a_tool_is_stored_disabled_then_enabled(registry: Regist
     row = store.get_skill(tenant, "s")
     assert row is not None and (row["enabled"], row["disabled_reason"]) == (True, None)
     assert len(store.catalog_versions("skill", tenant, "s")) == 1  # unchanged: no new version
+    theirs = store.get_skill("other", "s")
+    assert theirs is not None and not theirs["enabled"]  # only this tenant's row changed
