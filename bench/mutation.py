@@ -563,6 +563,16 @@ _accept(
 )
 _accept(
     "registry/calls.py",
+    "the binder cache is a cache: cleared at 10,000 or 10,001 versions, or its cached binder "
+    "ignored (_cache_binder finds the same entry), every call resolves and binds the same; "
+    "_load does not read the head it is given",
+    "if len(self._bound) >= 10_000:",
+    "if len(self._bound) > 10001:",
+    "return (tool, binder) if (binder is not None) and False else self._cache_binder(tool)",
+    "return self._load(name, None)",
+)
+_accept(
+    "registry/calls.py",
     "accepted: a tool removed between _resolve's head read and _load's record read (a race "
     "no test can schedule without patching the store) raises NotFound either way; only its "
     "text would lose the name",
