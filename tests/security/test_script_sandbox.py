@@ -279,6 +279,18 @@ def test_the_view_binds_the_system_read_only_and_etc_by_name() -> None:
     assert _has(bwrap.view(("/opt/node/bin/node",)), "--ro-bind", "/opt/node", "/opt/node")
 
 
+def test_each_system_path_is_bound_or_linked_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bwrap, "SYSTEM_PATHS", ("/usr", "/bin", "/etc", "/nonexistent"))
+    args = bwrap.view(("/opt/node/bin/node",))
+    linked = os.path.islink("/bin")
+    first = ["--symlink", os.readlink("/bin"), "/bin"] if linked else ["--ro-bind", "/bin", "/bin"]
+    assert args[:12] == [
+        "--ro-bind", "/usr", "/usr", *first, "--ro-bind", "/etc", "/etc",
+        "--ro-bind", "/opt/node", "/opt/node",
+    ]  # fmt: skip
+    assert "/nonexistent" not in args
+
+
 def test_programs_outside_the_system_paths_bring_their_prefix() -> None:
     assert bwrap.program_dirs("/usr/bin/env", "/bin/sh") == ()
     assert bwrap.program_dirs("/opt/a/bin/x", "/opt/a/bin/y", "/usrx/bin/z") == (
