@@ -573,6 +573,17 @@ _accept(
 )
 _accept(
     "registry/calls.py",
+    "_cache_binder runs after _resolve missed its entry or found it without a binder, so an "
+    "entry with a binder there (entry[2]) takes a race; a binder made afresh, or the record "
+    "just read instead of the cached one (same id and content hash), binds the same",
+    "entry = None",
+    "entry = self._bound.get(None)",
+    "return entry[0], entry[2]",
+    "bound = (entry[0] if (entry is not None) and False else tool, Binder(tool.name, "
+    "tool.spec.parameters))",
+)
+_accept(
+    "registry/calls.py",
     "accepted: a tool removed between _resolve's head read and _load's record read (a race "
     "no test can schedule without patching the store) raises NotFound either way; only its "
     "text would lose the name",

@@ -57,6 +57,12 @@ def amount() -> Any:
     return Decimal("1.50")
 
 
+@tool(returns="scalar")
+async def aamount() -> Any:
+    """``amount`` from a coroutine."""
+    return Decimal("2.50")
+
+
 class Unshowable:
     def __repr__(self) -> str:
         raise ValueError("no repr")
@@ -321,6 +327,8 @@ def test_a_result_is_rendered_by_the_tools_return_kind_or_fails(registry: Regist
     registry.add(sample_tools.sleep_sync)
     shown = registry.call("amount")
     assert (shown.output, shown.data) == ("1.50", "1.50")
+    registry.add(aamount)
+    assert asyncio.run(registry.acall("aamount")).output == "2.50"
     slept = registry.call("sleep_sync", {"seconds": 0.05})
     assert 45 <= slept.duration_ms < 5000
     before = time.time()
@@ -341,6 +349,7 @@ def test_call_records_its_run_and_runs_its_tool_under_its_registry(registry: Reg
     assert [c.run_id for c in other.calls()] == ["r", "r"]
     assert [c.error_kind for c in other.calls()] == [ErrorKind.ARGUMENTS, None]
     assert "text" in (other.calls()[0].error or "")  # the binder's words, recorded
+    assert other.calls()[0].arguments == {"text": ["not", "text"]}  # what was sent
     other.add_module("tests.runtime_tools")
     filled = other.call("note_thought", {"thought": "t"}, run_id="r").data
     assert (filled["tenant"], filled["run_id"]) == ("other", "r")
