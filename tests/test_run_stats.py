@@ -73,3 +73,23 @@ def test_days_are_utc_days_and_the_window_is_checked(registry: Registry) -> None
     assert row["day"] == datetime.fromtimestamp(two_days_ago, UTC).date().isoformat()
     with pytest.raises(UsageError, match="days must be at least 1"):
         registry.run_stats(days=0)
+
+
+def test_a_run_counts_on_the_utc_day_it_started(registry: Registry) -> None:
+    """Day numbers at a midnight: a second before and after land on two days."""
+    from tests.test_store_run_rows import new_run
+
+    midnight = 20_000 * 86400.0
+    store, tenant = registry.store, registry.tenant
+    for started in (midnight - 1, midnight + 1, midnight + 2):
+        run_id = new_run(store, tenant)
+        with store.engine.begin() as conn:
+            from tooldb.stores.schema import runs
+
+            conn.execute(runs.update().where(runs.c.id == run_id).values(started_at=started))
+    rows = store.run_outcomes(tenant, midnight - 86400)
+    assert sorted((r["day"], r["agent"], r["runs"]) for r in rows) == [
+        (19_999, "a", 1),
+        (20_000, "a", 2),
+    ]
+    assert [r["runs"] for r in store.run_outcomes(tenant, midnight)] == [2]

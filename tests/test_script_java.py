@@ -4,6 +4,7 @@ stdin, JSON on stdout) and the same limits. `.ci/run` installs the JDK when miss
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 import tooldb
 from tooldb import DefinitionError, Registry, Settings
-from tooldb.executors.script_java import java_binary
+from tooldb.executors.script_java import java_binary, java_launch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,10 +94,19 @@ def test_java_tools_keep_the_sandbox_limits(reg: Registry) -> None:
 def test_without_a_jdk_registration_says_how_to_install_one(
     reg: Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    add_java(reg, "java_before", ECHO)
+    javac = shutil.which("javac")
     monkeypatch.setenv("PATH", str(tmp_path))  # a PATH with no java and no javac
     assert java_binary() is None
     with pytest.raises(DefinitionError, match=r"no JDK is installed.*default-jdk-headless"):
         add_java(reg, "java_echo", ECHO)
+    assert javac is not None
+    (tmp_path / "javac").symlink_to(javac)  # javac alone will not do: calls need java
+    with pytest.raises(DefinitionError, match=r"no JDK is installed"):
+        add_java(reg, "java_echo", ECHO)
+    gone = reg.call("java_before", {})  # registered while a JDK was there
+    assert not gone.success
+    assert "script tool 'java_before' needs a JDK: no JDK is installed" in (gone.error or "")
 
 
 def test_the_example_java_tool_of_the_readme(reg: Registry) -> None:
@@ -104,3 +114,24 @@ def test_the_example_java_tool_of_the_readme(reg: Registry) -> None:
     result = reg.call("count_vowels", {"text": "Java in a sandbox"})
     assert result.success, result.error
     assert result.data == {"vowels": 6}
+
+
+def test_the_jvm_gets_half_the_memory_limit_as_heap_and_at_least_16_mb(reg: Registry) -> None:
+    add_java(reg, "java_echo", ECHO)
+    spec = reg.get("java_echo").spec
+    launch = java_launch(spec, "/scratch", 512)
+    assert launch["language"] == "java" and launch["source_path"] == "/scratch/tool.java"
+    java, *flags, source = launch["exec"]
+    assert (java, source) == (java_binary(), "/scratch/tool.java")
+    assert flags[0] == "-Xmx256m" and "-XX:+UseSerialGC" in flags
+    assert "-Dfile.encoding=UTF-8" in flags  # whatever the sandbox's locale
+    assert java_launch(spec, "/scratch", 34)["exec"][1] == "-Xmx17m"
+    assert java_launch(spec, "/scratch", 20)["exec"][1] == "-Xmx16m"
+
+
+def test_a_source_without_a_public_class_is_checked_and_runs(reg: Registry) -> None:
+    add_java(reg, "java_plain", 'class Main {\n    public static void main(String[] a) {\n'
+             '        System.out.println("{\\"ok\\": true}");\n    }\n}\n')  # fmt: skip
+    result = reg.call("java_plain", {})
+    assert result.success, result.error
+    assert result.data == {"ok": True}

@@ -41,6 +41,7 @@ def test_ancestors_stop_at_the_tenant_boundary(registry: Registry) -> None:
     # make one; the store must still not follow it across).
     stranger = new_run(store, "other", parent=child)
     assert store.run_ancestors("other", stranger) == []
+    assert store.run_ancestors(mine, stranger) == []  # not my run: no chain from it
     assert store.run_ancestors("other", grandchild) == []
     assert [r["id"] for r in store.run_tree(mine, root)] == [root, child, grandchild]
     assert store.run_tree("other", root) == []
@@ -133,3 +134,93 @@ def test_skills_and_agents_are_read_and_removed_in_their_tenant(registry: Regist
     assert store.get_agent(tenant, "helper") is not None
     assert [a["name"] for a in store.list_agents(tenant)] == ["helper"]
     assert store.list_agents("other") == []
+
+
+def test_removing_a_skill_takes_its_links_and_versions_and_nothing_else(
+    registry: Registry,
+) -> None:
+    store, tenant = registry.store, registry.tenant
+    registry.add(st.echo, st.add)
+    other = registry.for_tenant("other")
+    other.add(st.echo)
+    registry.add_skill({"name": "a", "description": "A.", "tools": ["echo"]})
+    registry.add_skill({"name": "b", "description": "B.", "tools": ["echo", "add"]})
+    other.add_skill({"name": "a", "description": "Theirs.", "tools": ["echo"]})
+    assert store.remove_skill(tenant, "a")
+    assert store.catalog_links("skill", tenant, "a") == []
+    assert store.catalog_versions("skill", tenant, "a") == []
+    assert [r["tool"] for r in store.catalog_links("skill", tenant, "b")] == ["echo", "add"]
+    assert (
+        registry.skill("b").description == "B."
+        and len(store.catalog_versions("skill", tenant, "b")) == 1
+    )
+    assert [r["tool"] for r in store.catalog_links("skill", "other", "a")] == ["echo"]
+    assert len(store.catalog_versions("skill", "other", "a")) == 1
+    assert other.skill("a").description == "Theirs."
+
+
+def test_an_agent_row_keeps_its_skills_version_and_flag(registry: Registry) -> None:
+    store, tenant = registry.store, registry.tenant
+    definition = {"name": "helper", "skills": ["s1", "s2"]}
+    row = {"name": "helper", "definition": definition, "content_hash": "h1"}
+    assert store.put_agent(tenant, row, (False, "missing: s1")) == (1, True)
+    agent = store.get_agent(tenant, "helper")
+    assert agent is not None and (agent["enabled"], agent["disabled_reason"]) == (
+        False,
+        "missing: s1",
+    )
+    assert [r["skill"] for r in store.catalog_links("agent", tenant, "helper")] == ["s1", "s2"]
+    (version,) = store.catalog_versions("agent", tenant, "helper")
+    assert version["definition"] == definition
+
+
+def test_run_messages_come_in_order_and_runs_twenty_at_a_time(registry: Registry) -> None:
+    store, tenant = registry.store, registry.tenant
+    run_id = new_run(store, tenant)
+    store.append_run_messages(
+        run_id, [(2, 1, "tool", '{"content": "c"}'), (0, 0, "user", '{"content": "a"}')]
+    )
+    store.append_run_messages(run_id, [(1, 1, "assistant", '{"content": "b"}')])
+    assert store.run_messages(run_id) == [
+        {"seq": 0, "iteration": 0, "content": "a"},
+        {"seq": 1, "iteration": 1, "content": "b"},
+        {"seq": 2, "iteration": 1, "content": "c"},
+    ]
+    for _ in range(21):
+        new_run(store, tenant)
+    assert len(store.list_runs(tenant)) == 20
+
+
+def test_runs_are_listed_newest_first_and_definitions_by_name(registry: Registry) -> None:
+    store, tenant = registry.store, registry.tenant
+    for run_id, started in (("r1", WHEN), ("r3", WHEN + 10), ("r2", WHEN + 10)):
+        new_run(store, tenant, run_id=run_id)
+        with store.engine.begin() as conn:
+            from tooldb.stores.schema import runs
+
+            conn.execute(runs.update().where(runs.c.id == run_id).values(started_at=started))
+    assert [r.id for r in store.list_runs(tenant)] == ["r2", "r3", "r1"]
+    for name in ("b", "a"):
+        store.put_agent(tenant, {"name": name, "definition": {"name": name}, "content_hash": name})
+    assert [a["name"] for a in store.list_agents(tenant)] == ["a", "b"]
+
+
+def test_a_skill_missing_a_tool_is_stored_disabled_then_enabled(registry: Registry) -> None:
+    store, tenant = registry.store, registry.tenant
+    definition = {"name": "s", "description": "S.", "tools": ["echo"]}
+    registry.add_skill(definition, allow_missing=True)
+    registry.for_tenant("other").add_skill(definition, allow_missing=True)
+    row = store.get_skill(tenant, "s")
+    assert row is not None and (row["enabled"], row["disabled_reason"]) == (
+        False,
+        "missing: tool 'echo'",
+    )
+    (version,) = store.catalog_versions("skill", tenant, "s")
+    assert version["definition"]["name"] == "s" and "content_hash" not in version["definition"]
+    registry.add(st.echo)
+    registry.add_skill(definition)  # the same definition, complete now: enabled again
+    row = store.get_skill(tenant, "s")
+    assert row is not None and (row["enabled"], row["disabled_reason"]) == (True, None)
+    assert len(store.catalog_versions("skill", tenant, "s")) == 1  # unchanged: no new version
+    theirs = store.get_skill("other", "s")
+    assert theirs is not None and not theirs["enabled"]  # only this tenant's row changed

@@ -8,6 +8,7 @@ on every launch path (the fork server, a process of its own, JavaScript's).
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import pytest
 
 import tooldb
 from tooldb import Registry, Settings
+from tooldb.executors import bwrap
 
 from .test_registry_files import SQL_TOOL, shared_parent
 
@@ -249,3 +251,104 @@ def test_no_unix_socket_is_reachable_without_network(
     seen = call(reg, source, args, language=language)
     assert seen["path"] != "connected" and seen["abstract"] != "connected", seen
     assert seen["postgres"] != "connected", seen
+
+
+# -- the arguments bwrap is given: what no script can observe cheaply -------------
+
+
+def _has(argv: list[str], *run: str) -> bool:
+    """``run`` appears in ``argv`` as consecutive arguments."""
+    return any(argv[i : i + len(run)] == list(run) for i in range(len(argv)))
+
+
+def test_the_view_binds_the_system_read_only_and_etc_by_name() -> None:
+    args = bwrap.view()
+    for path in bwrap.SYSTEM_PATHS:
+        if os.path.islink(path):
+            assert _has(args, "--symlink", os.readlink(path), path)
+        elif os.path.isdir(path):
+            assert _has(args, "--ro-bind", path, path)
+        else:
+            assert path not in args
+    assert _has(args, "--perms", "0755", "--dir", "/etc")
+    tried = [args[i + 1] for i, arg in enumerate(args) if arg == "--ro-bind-try"]
+    assert tried == [*bwrap.ETC_PATHS, *bwrap._jdk_etc()]  # nothing else of /etc
+    for path in tried:
+        assert _has(args, "--ro-bind-try", path, path)
+    assert args[-4:] == ["--proc", "/proc", "--dev", "/dev"]
+    assert _has(bwrap.view(("/opt/node/bin/node",)), "--ro-bind", "/opt/node", "/opt/node")
+
+
+def test_each_system_path_is_bound_or_linked_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bwrap, "SYSTEM_PATHS", ("/usr", "/bin", "/etc", "/nonexistent"))
+    args = bwrap.view(("/opt/node/bin/node",))
+    linked = os.path.islink("/bin")
+    first = ["--symlink", os.readlink("/bin"), "/bin"] if linked else ["--ro-bind", "/bin", "/bin"]
+    assert args[:12] == [
+        "--ro-bind", "/usr", "/usr", *first, "--ro-bind", "/etc", "/etc",
+        "--ro-bind", "/opt/node", "/opt/node",
+    ]  # fmt: skip
+    assert "/nonexistent" not in args
+
+
+def test_programs_outside_the_system_paths_bring_their_prefix() -> None:
+    assert bwrap.program_dirs("/usr/bin/env", "/bin/sh") == ()
+    assert bwrap.program_dirs("/opt/a/bin/x", "/opt/a/bin/y", "/usrx/bin/z") == (
+        "/opt/a",
+        "/usrx",
+    )
+    assert bwrap._jdk_etc() == tuple(sorted(str(p) for p in Path("/etc").glob("java-*")))
+
+
+def test_namespaces_and_capabilities(monkeypatch: pytest.MonkeyPatch) -> None:
+    closed = bwrap._namespaces(network=False)
+    assert closed[:4] == ["--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                          "--unshare-cgroup-try"]  # fmt: skip
+    assert closed[-1] == "--unshare-net" and "--unshare-net" not in bwrap._namespaces(True)
+    monkeypatch.setattr(bwrap.os, "geteuid", lambda: 0)
+    assert "--unshare-user" not in bwrap._namespaces(False)
+    assert bwrap._caps(("CAP_KILL", "CAP_CHOWN")) == [
+        "--cap-drop", "ALL", "--cap-add", "CAP_KILL", "--cap-add", "CAP_CHOWN"
+    ]  # fmt: skip
+    monkeypatch.setattr(bwrap.os, "geteuid", lambda: 1000)
+    assert "--unshare-user" in bwrap._namespaces(False) and bwrap._caps(("CAP_KILL",)) == []
+
+
+def test_a_calls_argv_and_the_fork_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bwrap.os, "geteuid", lambda: 0)
+    argv = bwrap.call_argv("bw", (), network=False, tmp_bytes=4096, source=(7, "s.py"))
+    assert argv[0] == "bw" and argv[-1] == "--"
+    for run in (
+        ("--die-with-parent", "--new-session", "--as-pid-1"),
+        ("--perms", "1777", "--size", "4096", "--tmpfs", "/dev/shm"),
+        ("--perms", "0700", "--size", "4096", "--tmpfs", "/tmp"),
+        ("--perms", "0644", "--file", "7", "/tmp/s.py"),
+        ("--chdir", "/tmp", "--cap-drop", "ALL"),
+        ("--unshare-net",),
+    ):
+        assert _has(argv, *run), run
+    assert "CAP_SYS_ADMIN" not in argv and _has(argv, "--cap-add", "CAP_SETUID")
+    networked = bwrap.call_argv("bw", (), network=True, tmp_bytes=4096, source=(7, "s.py"))
+    assert "--unshare-net" not in networked and "--unshare-pid" in networked
+    server = bwrap.server_argv("bw", ())
+    assert server[0] == "bw" and server[-1] == "--" and "--unshare-net" not in server
+    for run in (
+        ("--die-with-parent", "--as-pid-1"),
+        ("--perms", "0700", "--size", str(1 << 20), "--tmpfs", "/tmp", "--chdir", "/"),
+        ("--cap-add", "CAP_SYS_ADMIN"),
+        ("--cap-add", "CAP_SETUID"),
+    ):
+        assert _has(server, *run), run
+    assert "--new-session" not in server
+
+
+def test_bwrap_is_found_on_path_or_at_debians_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    bwrap.find.cache_clear()
+    try:
+        monkeypatch.setenv("PATH", "/nonexistent")
+        assert bwrap.find() == "/usr/bin/bwrap"
+        bwrap.find.cache_clear()
+        monkeypatch.setenv("PATH", "/usr/bin")
+        assert bwrap.find() == shutil.which("bwrap")
+    finally:
+        bwrap.find.cache_clear()
