@@ -209,7 +209,7 @@ class _Ok(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"ok")
 
     def log_message(self, *_args: Any) -> None:
-        pass
+        """No access log on the test's output."""
 
 
 def test_the_connection_goes_to_the_checked_address() -> None:
