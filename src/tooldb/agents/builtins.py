@@ -154,24 +154,23 @@ def load_skill(run: _Run, available: dict[str, SkillSpec]) -> Builtin:
             if skill.name != name and skill.instructions:
                 lines.append(f"## {skill.name} (required by {name})\n{skill.instructions}")
         main = order[-1]
-        text = f"# {main.name}\n{main.instructions or main.description}"
-        if lines:
-            text += "\n\n" + "\n\n".join(lines)
         children = [s for s in available.values() if s.parent == name]
-        if children:
-            text += "\n\nSub-skills you can load:\n" + "\n".join(
-                f"- {c.name}: {c.description}" for c in children
-            )
         granted = [f"{t} ({run.toolbox.access.get(t, 'execute')})" for t in added]
-        if granted:
-            text += "\n\nTools available from your next turn: " + ", ".join(granted)
-        if missing:
-            text += "\n\nNot available (not registered or disabled): " + ", ".join(missing)
         config = _assigned_config(run, context.agent, name)
-        if config:
-            text += f"\n\nYour configuration of this skill: {json.dumps(config)}"
-        if configured:
-            text += "\n\nTool configuration: " + "; ".join(configured)
+        sections = [
+            f"# {main.name}\n{main.instructions or main.description}",
+            "\n\n".join(lines),
+            _listed(
+                "Sub-skills you can load:\n",
+                [f"- {c.name}: {c.description}" for c in children],
+                "\n",
+            ),
+            _listed("Tools available from your next turn: ", granted, ", "),
+            _listed("Not available (not registered or disabled): ", missing, ", "),
+            f"Your configuration of this skill: {json.dumps(config)}" if config else "",
+            _listed("Tool configuration: ", configured, "; "),
+        ]
+        text = "\n\n".join(section for section in sections if section)
         return ToolResult(success=True, output=text, data={"skill": name, "tools": added,
                                                            "config": config})  # fmt: skip
 
@@ -188,6 +187,11 @@ def load_skill(run: _Run, available: dict[str, SkillSpec]) -> Builtin:
         ),
         execute,
     )
+
+
+def _listed(heading: str, items: list[str], separator: str) -> str:
+    """``heading`` and the items, or nothing when there are none."""
+    return heading + separator.join(items) if items else ""
 
 
 def _skill_name_schema(run: _Run, available: dict[str, SkillSpec]) -> dict[str, Any]:
@@ -246,17 +250,7 @@ def subagent(run: _Run) -> Builtin:
         task = arguments.get("task")
         if not isinstance(task, str) or not task.strip():
             raise UsageError("'task' must be a non-empty string: the sub-task to do")
-        tools = arguments.get("tools")
-        offered = list(run.toolbox.offered)
-        if tools is None:
-            tools = offered
-        if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
-            raise UsageError("'tools' must be a list of tool names")
-        outside = [t for t in tools if t not in run.toolbox.offered]
-        if outside:
-            raise UsageError(
-                f"a sub-agent may only use tools offered to this run; not offered: {outside}"
-            )
+        tools = _subagent_tools(arguments.get("tools"), run)
         limits = run.limits.updated(
             {
                 key: arguments[key]
@@ -295,22 +289,40 @@ def subagent(run: _Run) -> Builtin:
                 "tools and returns its answer. Several sub-agent calls in one turn run in "
                 "parallel."
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "task": {"type": "string", "description": "the sub-task, self-contained"},
-                    "tools": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "description": "tool names it may use (default: all of yours)",
-                    },
-                    "instructions": {"type": "string"},
-                    "max_iterations": {"type": "integer", "minimum": 1},
-                    "max_tool_calls": {"type": "integer", "minimum": 1},
-                },
-                "required": ["task"],
-                "additionalProperties": False,
-            },
+            parameters=_SUBAGENT_PARAMETERS,
         ),
         execute,
     )
+
+
+_SUBAGENT_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "task": {"type": "string", "description": "the sub-task, self-contained"},
+        "tools": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "tool names it may use (default: all of yours)",
+        },
+        "instructions": {"type": "string"},
+        "max_iterations": {"type": "integer", "minimum": 1},
+        "max_tool_calls": {"type": "integer", "minimum": 1},
+    },
+    "required": ["task"],
+    "additionalProperties": False,
+}
+
+
+def _subagent_tools(tools: Any, run: _Run) -> list[str]:
+    """The tools a sub-agent asked for: by default all of the parent's, and never one the
+    parent was not offered (a child cannot widen its parent's access)."""
+    if tools is None:
+        return list(run.toolbox.offered)
+    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+        raise UsageError("'tools' must be a list of tool names")
+    outside = [t for t in tools if t not in run.toolbox.offered]
+    if outside:
+        raise UsageError(
+            f"a sub-agent may only use tools offered to this run; not offered: {outside}"
+        )
+    return tools
