@@ -250,3 +250,36 @@ def test_skill_vectors_are_kept_per_tenant_and_embedder(registry: Registry, stor
         found = plain.select_skills("forecast", 1)
         assert found.names == ["weather"] and found.embedder is None
         assert found.candidates[0].dense is None and found.notes == ["lexical only: no embedder"]
+
+
+def test_what_the_lifecycle_says_in_full(registry: Registry) -> None:
+    """The texts of refusals and of a disabled definition, the default reason, and a
+    skill's assignment rows shown without the tenant and skill columns."""
+    registry.add_function(st.echo)
+    registry.add_skill({"name": "child", "description": "C.", "parent": "base",
+                        "tools": ["echo"]}, allow_missing=True)  # fmt: skip
+    with pytest.raises(DefinitionError) as refused:
+        registry.enable_definition("skill", "child")
+    assert str(refused.value) == "skill 'child' cannot be enabled: this tenant has no skill 'base'"
+    with pytest.raises(DefinitionError) as refused:
+        registry.add_agent({"name": "lost", "tools": ["ghost"]})
+    assert str(refused.value) == (
+        "agent 'lost' names what this tenant does not have: tool 'ghost'. Register them "
+        "first, or pass --allow-missing (allow_missing=True) to register it disabled"
+    )
+    assert registry.definition("skill", "child")["assigned"] == [
+        {"tool": "echo", "position": 0, "priority": 0, "config": {}, "access": "execute"}
+    ]
+    registry.add_skill({"name": "base", "description": "B."})
+    registry.enable_definition("skill", "child")
+    registry.disable_definition("skill", "child")
+    assert registry.definition("skill", "child")["disabled_reason"] == "disabled by hand"
+    registry.store.set_catalog_enabled("skill", registry.tenant, "child", (False, None))
+    with pytest.raises(UsageError) as refused:
+        registry.skill("child")
+    assert str(refused.value) == (
+        "skill 'child' is disabled (no reason given): `tooldb enable skill child` enables it"
+    )
+    with pytest.raises(NotFound) as missing:
+        registry.remove_definition("agent", "ghost")
+    assert str(missing.value) == f"no agent named 'ghost' in tenant {registry.tenant!r}"

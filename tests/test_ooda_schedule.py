@@ -32,9 +32,14 @@ def test_intervals_are_read_with_their_units_and_bad_ones_are_refused() -> None:
     assert parse_interval("15m") == 900
     assert parse_interval("1h") == 3600
     assert parse_interval("1.5d") == 1.5 * 86400
+    assert parse_interval(" 2 H ") == 7200  # spaces and either case
     for bad in ("0", "0s", "-1h", "1w", "h", "", "1 hour"):
-        with pytest.raises(UsageError, match="is not a positive duration"):
+        with pytest.raises(UsageError) as refused:
             parse_interval(bad)
+        assert str(refused.value) == (
+            f"interval {bad!r} is not a positive duration: give seconds or a number with "
+            "s, m, h or d (90, 90s, 15m, 1h, 1d)"
+        )
 
 
 def test_one_of_several_schedulers_leads_and_the_tenants_are_apart(registry: Registry) -> None:
