@@ -20,7 +20,7 @@ from tooldb import DefinitionError, NotFound, Registry, Settings, UsageError
 from tooldb.cli import app
 from tooldb.executors.agent import agent_tool_parameters
 from tooldb.stores.schema import skill_vectors
-from tooldb.types import Returns, ToolKind
+from tooldb.types import Returns, SkillSpec, ToolKind
 
 SQL_SKILL = {"name": "sql", "description": "Query the database.", "tools": ["run_query"],
              "depends_on": ["basics"]}  # fmt: skip
@@ -258,6 +258,7 @@ def test_what_the_lifecycle_says_in_full(registry: Registry) -> None:
     registry.add_function(st.echo)
     registry.add_skill({"name": "child", "description": "C.", "parent": "base",
                         "tools": ["echo"]}, allow_missing=True)  # fmt: skip
+    assert registry.definition("skill", "child")["disabled_reason"] == "missing: skill 'base'"
     with pytest.raises(DefinitionError) as refused:
         registry.enable_definition("skill", "child")
     assert str(refused.value) == "skill 'child' cannot be enabled: this tenant has no skill 'base'"
@@ -283,3 +284,33 @@ def test_what_the_lifecycle_says_in_full(registry: Registry) -> None:
     with pytest.raises(NotFound) as missing:
         registry.remove_definition("agent", "ghost")
     assert str(missing.value) == f"no agent named 'ghost' in tenant {registry.tenant!r}"
+
+
+def test_a_definition_disabled_by_hand_stays_disabled_when_registered_again(
+    registry: Registry,
+) -> None:
+    registry.add_skill(SkillSpec(name="notes", description="Notes."))  # a spec as it is
+    registry.add_agent({"name": "scribe", "instructions": "Write."})
+    registry.disable_definition("skill", "notes")
+    registry.disable_definition("agent", "scribe", reason="under review")
+    assert registry.add_skill(SkillSpec(name="notes", description="Notes.")) == []
+    assert registry.add_skill({"name": "notes", "description": "More notes."}) == ["notes"]
+    assert registry.add_agent({"name": "scribe", "instructions": "Write more."})
+    assert registry.definition("skill", "notes")["disabled_reason"] == "disabled by hand"
+    assert registry.definition("agent", "scribe")["disabled_reason"] == "under review"
+    assert not registry.definition("agent", "scribe")["enabled"]
+
+
+def test_dates_in_yaml_metadata_are_stored_as_json_text(registry: Registry, tmp_path: Path) -> None:
+    """YAML reads ``2024-05-01`` as a date: definitions are stored as JSON, so it is kept
+    as its ISO text (and the definition loads back as it was registered)."""
+    skill = tmp_path / "dated" / "SKILL.md"
+    skill.parent.mkdir()
+    skill.write_text(
+        "---\nname: dated\ndescription: D.\nmetadata: {since: 2024-05-01}\n---\nUse.\n"
+    )
+    agent = tmp_path / "agent.yaml"
+    agent.write_text("name: dated-agent\ninstructions: Go.\nmetadata: {since: 2024-05-01}\n")
+    assert registry.add_skill(skill) == ["dated"] and registry.add_agent(agent)
+    assert registry.skill("dated").metadata == {"since": "2024-05-01"}
+    assert registry.agent("dated-agent").metadata == {"since": "2024-05-01"}

@@ -183,7 +183,7 @@ def test_a_leader_s_interval_heartbeat_lease_and_holder(registry: Registry) -> N
     host, pid, token = hourly.holder.split(":")
     assert (host, pid) == (socket.gethostname(), str(os.getpid()))
     assert re.fullmatch(r"[0-9a-f]{8}", token) and hourly.holder != brisk.holder
-    assert not hourly.leading and not hourly.stopped.is_set()
+    assert hourly.leading is False and not hourly.stopped.is_set()
     for bad in (0, -1.0, float("nan")):
         with pytest.raises(UsageError, match=rf"needs a positive interval, got {bad!r} seconds"):
             ScheduleLeader(store, "t", no_cycle, bad)
@@ -231,13 +231,17 @@ def test_the_interval_is_shown_in_its_largest_whole_unit(registry: Registry) -> 
 
 
 def run_leader(leader: ScheduleLeader) -> list[tuple[float, Event]]:
-    """Run ``leader`` on this thread (its cycle stops it); its events, each timed."""
+    """Run ``leader`` on a thread until its cycle (or its store) stops it; its events,
+    each timed. A liveness bound only: a leader still running after a minute is stuck."""
     events: list[tuple[float, Event]] = []
     leader.on_event = lambda event: events.append((time.monotonic(), event))
     runner = threading.Thread(target=leader.run)
     runner.start()
     runner.join(60)
-    assert not runner.is_alive()
+    stuck = runner.is_alive()
+    leader.stop()
+    runner.join(60)
+    assert not stuck, "the leader did not stop within a minute"
     return events
 
 
@@ -319,3 +323,22 @@ def test_a_long_cycle_renews_the_lease_even_past_a_store_error(registry: Registr
     events = run_leader(leader)
     assert seen == [True, 1]
     assert [event.kind for _, event in events] == ["lead", "cycle", "stop"]
+
+
+def test_a_heartbeat_longer_than_the_interval_holds_no_cycle_back(registry: Registry) -> None:
+    """The wait is the heartbeat or the time to the next cycle, whichever is shorter:
+    with a 30 s heartbeat and a 0.05 s interval, cycles still come every interval, one
+    renewal of the lease apart."""
+    store = CountingStore(registry.store)
+    renewed_at: list[int] = []
+
+    def cycle() -> OodaReport:
+        renewed_at.append(store.renewals)
+        if len(renewed_at) == 3:
+            leader.stop()
+        return registry.ooda()
+
+    leader = ScheduleLeader(store, registry.tenant, cycle, 0.05, heartbeat_s=30)  # type: ignore[arg-type]
+    events = run_leader(leader)
+    assert [event.kind for _, event in events] == ["lead", "cycle", "cycle", "cycle", "stop"]
+    assert renewed_at == [1, 2, 3]  # the lease taken, then one renewal before each cycle
