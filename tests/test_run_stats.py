@@ -157,3 +157,23 @@ def test_the_day_is_the_utc_day_whatever_the_local_zone(registry: Registry) -> N
         else:
             os.environ["TZ"] = zone
         time.tzset()
+
+
+def test_a_sweep_marks_this_tenants_expired_runs_interrupted(registry: Registry) -> None:
+    """A run whose lease expired (its process died) counts as interrupted once swept; a
+    live run and another tenant's expired one are left running."""
+    now = time.time()
+    other = registry.for_tenant("other")
+    ids = {}
+    for name, reg, lease in (("dead", registry, now - 60), ("alive", registry, now + 600),
+                             ("theirs", other, now - 60)):  # fmt: skip
+        ids[name] = uuid.uuid4().hex
+        reg.store.create_run(
+            {"id": ids[name], "tenant": reg.tenant, "parent_run_id": None, "agent": "a",
+             "mode": "llm", "model": None, "task": "t", "metadata": {}, "started_at": now,
+             "status": RunStatus.RUNNING.value, "owner": "gone", "lease_expires_at": lease}
+        )  # fmt: skip
+    assert registry.sweep_runs() == [ids["dead"]]
+    (row,) = registry.run_stats(days=1)
+    assert (row["runs"], row["interrupted"], row["running"]) == (2, 1, 1)
+    assert other.store.get_run(other.tenant, ids["theirs"]).status is RunStatus.RUNNING  # type: ignore[union-attr]
