@@ -314,3 +314,9 @@ def test_dates_in_yaml_metadata_are_stored_as_json_text(registry: Registry, tmp_
     assert registry.add_skill(skill) == ["dated"] and registry.add_agent(agent)
     assert registry.skill("dated").metadata == {"since": "2024-05-01"}
     assert registry.agent("dated-agent").metadata == {"since": "2024-05-01"}
+
+
+def test_five_skills_by_default(registry: Registry) -> None:
+    for topic in ("maps", "mail", "music", "money", "meals", "movies", "medicine"):
+        registry.add_skill({"name": topic, "description": f"Everything about {topic}."})
+    assert len(registry.select_skills("everything about my maps").candidates) == 5
