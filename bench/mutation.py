@@ -777,6 +777,55 @@ _accept(
     'values["STATUS"] = RunStatus(values["status"])',
 )
 
+_accept(
+    "registry/catalog.py",
+    "time.time() is positive, and int() truncates a positive float to its floor: "
+    "int(t / 86400) is int(t // 86400), the same day number",
+    "since = (int(time.time() / 86400) - days + 1) * 86400.0",
+)
+_accept(
+    "registry/catalog.py",
+    "day * 86401 is day * 86400 plus `day` seconds, and a day number stays below 86400 "
+    "until the year 2206: the instant moves within the same UTC day, whose date is shown",
+    '"day": datetime.fromtimestamp(day * 86401, UTC).date().isoformat(),',
+)
+_accept(
+    "registry/catalog.py",
+    "get_many([]) reads no tool and returns {} (an IN over no names), as the shortcut "
+    "does; the shortcut only saves the query",
+    "have = self.get_many(wanted_tools) if (wanted_tools) or True else {}",
+)
+_accept(
+    "registry/catalog.py",
+    "an agent tool's description is `spec.description or first_line or ...`: a first line "
+    'of None and of "" are both falsy and give the plain text the same way',
+    "first_line = next((ln for ln in spec.instructions.splitlines() if ln.strip()), None)",
+)
+_accept(
+    "registry/catalog.py",
+    "Returns.JSON is ToolSpec's default for returns: the agent tool's spec is the same without it",
+    "del: returns=Returns.JSON,",
+)
+
+_accept(
+    "ooda/leader.py",
+    'the unit is lowered before the lookup, so a default of "S" is "s"',
+    'return float(match.group(1)) * _UNITS[(match.group(2) or "S").lower()]',
+)
+_accept(
+    "ooda/leader.py",
+    '"" is neither True nor False, as None: `taken is not self._announced` holds at the '
+    "first take either way, so the first lead or follow is reported the same",
+    'self._announced: bool | None = ""',
+)
+_accept(
+    "ooda/leader.py",
+    "accepted: `now > next_cycle` differs from `>=` only when the monotonic clock reads "
+    "exactly the due time, to the nanosecond; then the wait is 0 and the loop's next "
+    "turn runs the cycle at once",
+    "elif next_cycle is not None and now > next_cycle:",
+)
+
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-x", "-q", "-k", "not postgres"]
 
 

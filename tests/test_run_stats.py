@@ -4,8 +4,11 @@ stopped, on both stores; other tenants' runs and sub-runs are not counted."""
 from __future__ import annotations
 
 import json
+import os
 import time
+import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -93,3 +96,84 @@ def test_a_run_counts_on_the_utc_day_it_started(registry: Registry) -> None:
         (20_000, "a", 2),
     ]
     assert [r["runs"] for r in store.run_outcomes(tenant, midnight)] == [2]
+
+
+def stored_run(registry: Registry, started_at: float, **row: Any) -> None:
+    """A top-level run row as the agent loop and router write them."""
+    registry.store.create_run(
+        {
+            "id": uuid.uuid4().hex, "tenant": registry.tenant, "parent_run_id": None,
+            "agent": None, "mode": "llm", "model": None, "task": "t", "metadata": {},
+            "status": RunStatus.SUCCESS.value, "started_at": started_at, "owner": None,
+            "lease_expires_at": None, **row,
+        }
+    )  # fmt: skip
+
+
+def test_every_outcome_is_counted_per_agent_newest_day_first(registry: Registry) -> None:
+    """The five statuses each counted; runs of one agent in two modes add up; a run with
+    no agent is the router's or ``(none)``; the default window is seven UTC days."""
+    today = int(time.time() // 86400) * 86400.0 + 60
+    day = 86400.0
+    for status in ("partial", "partial", "error", "interrupted", "running", "success"):
+        stored_run(registry, today, agent="a", status=status)
+    stored_run(registry, today, agent="a", mode="router", status="partial")
+    stored_run(registry, today, mode="router", status="error")
+    stored_run(registry, today, mode="llm", status="interrupted")
+    stored_run(registry, today - 6 * day, agent="b", status="running")
+    stored_run(registry, today - 6 * day, agent="a", status="success")
+    stored_run(registry, today - 7 * day, agent="a", status="partial")  # out of the window
+    zero = {"partial": 0, "error": 0, "interrupted": 0, "running": 0}
+
+    def row(at: float, agent: str, runs: int, **counts: int) -> dict[str, Any]:
+        shown = datetime.fromtimestamp(at, UTC).date().isoformat()
+        partial = counts.get("partial", 0)
+        return {"day": shown, "agent": agent, "runs": runs, **zero, **counts,
+                "limit_share": partial / runs}  # fmt: skip
+
+    assert registry.run_stats() == [
+        row(today, "(none)", 1, interrupted=1),
+        row(today, "(router)", 1, error=1),
+        row(today, "a", 7, partial=3, error=1, interrupted=1, running=1),
+        row(today - 6 * day, "a", 1),
+        row(today - 6 * day, "b", 1, running=1),
+    ]
+    assert len(registry.run_stats(days=8)) == 6
+
+
+def test_the_day_is_the_utc_day_whatever_the_local_zone(registry: Registry) -> None:
+    """Near midnight UTC the local date (here five hours behind) is the day before."""
+    just_after_midnight = int(time.time() // 86400) * 86400.0 + 60
+    stored_run(registry, just_after_midnight, agent="a")
+    utc_day = datetime.fromtimestamp(just_after_midnight, UTC).date().isoformat()
+    zone = os.environ.get("TZ")
+    os.environ["TZ"] = "EST+5"
+    time.tzset()
+    try:
+        assert [row["day"] for row in registry.run_stats(days=1)] == [utc_day]
+    finally:
+        if zone is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = zone
+        time.tzset()
+
+
+def test_a_sweep_marks_this_tenants_expired_runs_interrupted(registry: Registry) -> None:
+    """A run whose lease expired (its process died) counts as interrupted once swept; a
+    live run and another tenant's expired one are left running."""
+    now = time.time()
+    other = registry.for_tenant("other")
+    ids = {}
+    for name, reg, lease in (("dead", registry, now - 60), ("alive", registry, now + 600),
+                             ("theirs", other, now - 60)):  # fmt: skip
+        ids[name] = uuid.uuid4().hex
+        reg.store.create_run(
+            {"id": ids[name], "tenant": reg.tenant, "parent_run_id": None, "agent": "a",
+             "mode": "llm", "model": None, "task": "t", "metadata": {}, "started_at": now,
+             "status": RunStatus.RUNNING.value, "owner": "gone", "lease_expires_at": lease}
+        )  # fmt: skip
+    assert registry.sweep_runs() == [ids["dead"]]
+    (row,) = registry.run_stats(days=1)
+    assert (row["runs"], row["interrupted"], row["running"]) == (2, 1, 1)
+    assert other.store.get_run(other.tenant, ids["theirs"]).status is RunStatus.RUNNING  # type: ignore[union-attr]
