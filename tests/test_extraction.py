@@ -298,3 +298,38 @@ def test_a_tool_sharing_one_word_with_the_task_needs_an_argument_with_evidence()
     # a word of the tool's name in the task: order alone is enough
     named = plan_calls("is Rome warm, weather wise?", [forecast])
     assert [c.arguments for c in named.calls] == [{"city": "Rome"}]
+
+
+@pytest.fixture
+def ablated() -> Any:
+    """Switch techniques off for one test (as bench/bfcl.py --ablate does), then on again."""
+    from tooldb.agents.extraction.assign import ABLATED
+
+    yield ABLATED
+    ABLATED.clear()
+
+
+def test_each_ordinal_of_an_enumeration_in_one_sentence_is_a_call(ablated: set[str]) -> None:
+    task = ("the total area of three pools: the first has a radius of 4m, the second has a "
+            "radius of 6m, and the third has a radius of 9m")  # fmt: skip
+    assert [c.arguments for c in plan_calls(task, [AREA]).calls] == [
+        {"radius": 4}, {"radius": 6}, {"radius": 9}
+    ]  # fmt: skip
+    ablated.add("ordinals")
+    assert len(plan_calls(task, [AREA]).calls) < 3
+
+
+def test_a_list_of_three_or_more_is_never_cut_at_its_and(ablated: set[str]) -> None:
+    from tooldb.agents.extraction.segments import split_parts
+
+    task = "the weather in Oslo, Bergen, Tromso and Bodo, if I want the wind in it"
+    assert split_parts(task) == [task]
+    # two like values are no such list: "USD to AUD and USD to CAD" is two pairs
+    assert split_parts("the rates of USD to AUD and USD to CAD") == [
+        "the rates of USD to AUD", "USD to CAD"
+    ]  # fmt: skip
+    ablated.add("whole_lists")
+    assert split_parts(task) == [
+        "the weather in Oslo, Bergen, Tromso",
+        "Bodo, if I want the wind in it",
+    ]

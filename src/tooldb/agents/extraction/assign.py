@@ -45,6 +45,8 @@ TECHNIQUES = (
     "places",
     "weak_fit",
     "makers",
+    "ordinals",
+    "whole_lists",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from .assign import ABLATED, extract_arguments
 from .text import content_stems, params_of, stem, words
+from .values import find_spans
 
 RESTATE = "restated"
 
@@ -26,8 +27,48 @@ _CUT = re.compile(
 )
 
 
+WHOLE_LISTS = "whole_lists"
+
+
+def _cut(task: str) -> list[str]:
+    """The task cut at ``_CUT``, except inside a list of three or more like values ("New
+    York, Los Angeles, London and Tokyo, if …" keeps its last item; "USD to AUD and USD to
+    CAD" is two pairs, cut)."""
+    cuts = list(_CUT.finditer(task))
+    if WHOLE_LISTS not in ABLATED:
+        listed = [s for s in find_spans(task) if s.group >= 0]
+        grouped = [s.group for s in listed]
+        spans = [s for s in listed if grouped.count(s.group) > 2]
+        ends = {s.end: s.group for s in spans}
+        starts = {s.start: s.group for s in spans}
+        cuts = [
+            m for m in cuts
+            if not (m.start() in ends and ends[m.start()] == starts.get(m.end(), -2))
+            or task[m.start() : m.end()].strip(" ,").lower() != "and"
+        ]  # fmt: skip
+    out, start = [], 0
+    for m in cuts:
+        out.append(task[start : m.start()])
+        start = m.end()
+    return [*out, task[start:]]
+
+
+ORDINALS = "ordinals"
+_ORDINAL_CUT = re.compile(
+    r"\s*,\s*(?:and\s+)?(?=(?:(?:for|in|with|to|on|at)\s+)?(?:the|a|my|his|her|their)\s+"
+    r"(?:second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|next|other|last|final)\b)",
+    re.IGNORECASE,
+)
+"""A comma before "the second …", "for the third …", "and the other …": each ordinal
+introduces the next item of an enumeration written in one sentence ("the first circle
+has a radius of 5m, the second circle has a radius of 10m, …")."""
+
+
 def split_parts(task: str) -> list[str]:
-    return [p.strip() for p in _CUT.split(task) if p and p.strip(" ,.;")]
+    parts = [p.strip() for p in _cut(task) if p and p.strip(" ,.;")]
+    if ORDINALS in ABLATED:
+        return parts
+    return [q.strip() for p in parts for q in _ORDINAL_CUT.split(p) if q.strip(" ,.;")]
 
 
 def fit_score(task_stems: set[str], name: str, description: str) -> float:
