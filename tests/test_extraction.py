@@ -333,3 +333,17 @@ def test_a_list_of_three_or_more_is_never_cut_at_its_and(ablated: set[str]) -> N
         "the weather in Oslo, Bergen, Tromso",
         "Bodo, if I want the wind in it",
     ]
+
+
+def test_a_text_parameter_named_in_the_task_takes_the_rest_of_the_sentence(
+    ablated: set[str],
+) -> None:
+    note = schema(["kind", "message"], kind={"type": "string", "enum": ["add", "delete"]},
+                  message={"type": "string", "description": "What the note says."})  # fmt: skip
+    task = "add a note with message pick up the kids at 5 pm"
+    assert args(task, note) == {"kind": "add", "message": "pick up the kids at 5 pm"}
+    colon = "add a note saying exactly this: water the plants on the balcony"
+    assert args(colon, note)["message"] == "water the plants on the balcony"
+    ablated.add("text_tail")
+    assert args(task, note)["message"] == "pick up the kids"
+    assert args(colon, note).get("message") != "water the plants on the balcony"

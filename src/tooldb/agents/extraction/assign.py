@@ -47,6 +47,7 @@ TECHNIQUES = (
     "makers",
     "ordinals",
     "whole_lists",
+    "text_tail",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
@@ -165,6 +166,8 @@ def extract_arguments(
         if not param.required or param.name in out.arguments or param.kind not in {"string", "any"}:
             continue
         phrase = _cue_phrase(task, param, topic_stems, free)
+        if phrase is None or task[phrase.end :].lstrip(" '\"").startswith(":"):
+            phrase = _after_colon(task, param) or phrase  # "a note saying this: …"
         if phrase is not None:
             take(param, phrase.value, phrase, f"the phrase after {phrase.unit!r}")
         elif param.says(*_TEXT_CUES) and sole and _whole_text_fits(param):
@@ -459,6 +462,36 @@ def _list_value(
     return None
 
 
+TEXT_TAIL = "text_tail"
+_SENTENCE_END = re.compile(r"[.?!;]\s|[.?!;]?$|\n")
+_AFTER_COLON = re.compile(r":\s*([^:\n]*\w[^:\n]*?)[\s.?!]*$")
+
+
+def _text_named(param: Param, word: str) -> bool:
+    """Whether ``word`` is part of the name of a parameter that asks for free text: its
+    value then runs to the end of the sentence ("add todo with content go to sleep at
+    9 pm"), prepositions and all."""
+    named = {stem(w) for w in param.name_words}
+    return TEXT_TAIL not in ABLATED and stem(word) in named and _asks_text(param)
+
+
+def _asks_text(param: Param) -> bool:
+    """Whether the parameter's own name asks for free text ("content", "message")."""
+    return bool({stem(w) for w in param.name_words} & {stem(c) for c in _TEXT_CUES})
+
+
+def _after_colon(task: str, param: Param) -> Span | None:
+    """The words after the task's last colon, for a parameter that asks for text ("create
+    a todo with these words: go shopping at 9 pm")."""
+    m = _AFTER_COLON.search(task)
+    if TEXT_TAIL in ABLATED or not _asks_text(param) or m is None:
+        return None
+    value = m.group(1).strip().strip("'\"")
+    if len(value.split()) < 2:
+        return None
+    return Span(m.start(1), m.end(1), "phrase", value, value, unit=":")
+
+
 def _cue_phrase(task: str, param: Param, topic: set[str], free: Any) -> Span | None:
     """The words after the parameter's cue word ("the company Google", "genre: jazz"),
     up to the next preposition or punctuation; topic words alone are no value."""
@@ -468,10 +501,11 @@ def _cue_phrase(task: str, param: Param, topic: set[str], free: Any) -> Span | N
         rest = task[m.end() :]
         lead = re.match(r"\s*(?:(?:of|is|are|=|:|named|called|for|about|on|the|a|an|as)\s+)*", rest)
         offset = m.end() + (lead.end() if lead else 0)
-        stop = _PHRASE_STOP.search(task, offset)
+        tail = _text_named(param, m.group(0))
+        stop = (_SENTENCE_END if tail else _PHRASE_STOP).search(task, offset)
         end = stop.start() if stop else len(task)
         phrase = task[offset:end].strip()
-        chunk = phrase.split()[:5]
+        chunk = phrase.split()[: None if tail else 5]
         if not chunk or all(w.lower() in STOPWORDS for w in chunk):
             continue
         if content_stems(" ".join(chunk)) <= topic | param.cue_stems:
