@@ -347,3 +347,10 @@ def test_a_text_parameter_named_in_the_task_takes_the_rest_of_the_sentence(
     ablated.add("text_tail")
     assert args(task, note)["message"] == "pick up the kids"
     assert args(colon, note).get("message") != "water the plants on the balcony"
+
+
+def test_a_month_or_weekday_is_never_a_place(ablated: set[str]) -> None:
+    task = "I fly to Lisbon in December: what will the weather be?"
+    assert [c.arguments for c in plan_calls(task, [WEATHER]).calls] == [{"city": "Lisbon"}]
+    ablated.add("calendar")
+    assert [c.arguments for c in plan_calls(task, [WEATHER]).calls] == [{"city": "December"}]

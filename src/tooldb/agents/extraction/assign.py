@@ -48,6 +48,7 @@ TECHNIQUES = (
     "ordinals",
     "whole_lists",
     "text_tail",
+    "calendar",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
@@ -369,6 +370,7 @@ def _evidence(task: str, param: Param, span: Span) -> tuple[float, str]:
         span.kind == "name"
         and param.says(*_PLACE_CUES)
         and re.search(r"\b(?:in|at|near|around|of|for)\s*$", before, re.I)
+        and not _calendar(span)
     ):
         return 4.5, f"place {span.text!r} after {before.split()[-1]!r}"
     if (
@@ -434,8 +436,28 @@ def _plain_fit(param: Param, span: Span) -> bool:
         return param.says("date", "day", "time", "when", "start", "end", "hour") or (
             "YYYY" in param.description or "HH" in param.description
         )
+    if _calendar(span) and param.says(*_PLACE_CUES):
+        return False
     return span.kind in {"name", "quoted", "date", "time", "email", "url", "path", "identifier",
                          "expression"}  # fmt: skip
+
+
+CALENDAR = "calendar"
+_CALENDAR_WORD = re.compile(
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|monday|tuesday|wednesday|thursday|friday|saturday|sunday)",
+    re.IGNORECASE,
+)
+
+
+def _calendar(span: Span) -> bool:
+    """Whether a name is a month or a weekday, which is never a place ("New York in
+    December")."""
+    return (
+        CALENDAR not in ABLATED
+        and span.kind == "name"
+        and bool(_CALENDAR_WORD.fullmatch(span.text))
+    )
 
 
 def _list_value(
