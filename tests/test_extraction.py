@@ -354,3 +354,15 @@ def test_a_month_or_weekday_is_never_a_place(ablated: set[str]) -> None:
     assert [c.arguments for c in plan_calls(task, [WEATHER]).calls] == [{"city": "Lisbon"}]
     ablated.add("calendar")
     assert [c.arguments for c in plan_calls(task, [WEATHER]).calls] == [{"city": "December"}]
+
+
+def test_a_place_looks_like_one(ablated: set[str]) -> None:
+    city = schema(city={"type": "string", "description": "The city to get the weather for."})
+    # an identifier or a bare domain is no city, even when it is the only value there is
+    for task in ("the weather, using the key 'api_key_2'", "the weather for 'example.org'"):
+        assert extract_arguments(task, city).missing == ["city"]
+    # a lower-case phrase is no place name: "weather data" names no city
+    assert extract_arguments("fetch the weather data", city).missing == ["city"]
+    ablated.update({"place_shape", "place_case"})
+    assert args("the weather, using the key 'api_key_2'", city) == {"city": "api_key_2"}
+    assert args("fetch the weather data", city) == {"city": "data"}

@@ -49,6 +49,8 @@ TECHNIQUES = (
     "whole_lists",
     "text_tail",
     "calendar",
+    "place_shape",
+    "place_case",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
@@ -167,6 +169,8 @@ def extract_arguments(
         if not param.required or param.name in out.arguments or param.kind not in {"string", "any"}:
             continue
         phrase = _cue_phrase(task, param, topic_stems, free)
+        if phrase is not None and not _place_phrase(param, phrase):
+            phrase = None
         if phrase is None or task[phrase.end :].lstrip(" '\"").startswith(":"):
             phrase = _after_colon(task, param) or phrase  # "a note saying this: …"
         if phrase is not None:
@@ -436,10 +440,28 @@ def _plain_fit(param: Param, span: Span) -> bool:
         return param.says("date", "day", "time", "when", "start", "end", "hour") or (
             "YYYY" in param.description or "HH" in param.description
         )
-    if _calendar(span) and param.says(*_PLACE_CUES):
+    if param.says(*_PLACE_CUES) and (_calendar(span) or not _placelike(span)):
         return False
     return span.kind in {"name", "quoted", "date", "time", "email", "url", "path", "identifier",
                          "expression"}  # fmt: skip
+
+
+PLACE_SHAPE = "place_shape"
+_NO_PLACE = re.compile(r".?|.*_.*|[\w-]+(?:\.[\w-]+)*\.[a-z]{2,6}|[^A-Za-z]*", re.DOTALL)
+
+
+def _placelike(span: Span) -> bool:
+    """Whether a value could be a place: not one letter, no identifier ("api_key_2"),
+    no bare domain ("downloads.com"), some letters."""
+    return PLACE_SHAPE in ABLATED or not _NO_PLACE.fullmatch(str(span.value))
+
+
+def _place_phrase(param: Param, phrase: Span) -> bool:
+    """Whether a phrase may fill a place parameter: place names are written capitalised
+    ("weather data" gives no place, "weather in Oslo" does)."""
+    if "place_case" in ABLATED or not param.says(*_PLACE_CUES):
+        return True
+    return phrase.text[:1].isupper() or phrase.text[:1].isdigit()
 
 
 CALENDAR = "calendar"
