@@ -366,3 +366,15 @@ def test_a_place_looks_like_one(ablated: set[str]) -> None:
     ablated.update({"place_shape", "place_case"})
     assert args("the weather, using the key 'api_key_2'", city) == {"city": "api_key_2"}
     assert args("fetch the weather data", city) == {"city": "data"}
+
+
+def test_a_comma_before_another_question_starts_a_part(ablated: set[str]) -> None:
+    from tooldb.agents.extraction.segments import split_parts
+
+    task = "What is the capital of Peru, what is the population of Chile?"
+    assert split_parts(task) == ["What is the capital of Peru", "what is the population of Chile?"]
+    # after a condition or a setting the question is the same part
+    same = "If you roll 3 dice, what is the chance of a six?"
+    assert split_parts(same) == [same]
+    ablated.add("questions")
+    assert split_parts(task) == [task]

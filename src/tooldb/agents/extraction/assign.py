@@ -51,6 +51,7 @@ TECHNIQUES = (
     "calendar",
     "place_shape",
     "place_case",
+    "questions",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""

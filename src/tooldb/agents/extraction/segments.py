@@ -66,9 +66,34 @@ has a radius of 5m, the second circle has a radius of 10m, …")."""
 
 def split_parts(task: str) -> list[str]:
     parts = [p.strip() for p in _cut(task) if p and p.strip(" ,.;")]
+    if QUESTIONS not in ABLATED:
+        parts = [q.strip() for p in parts for q in _questions(p) if q.strip(" ,.;")]
     if ORDINALS in ABLATED:
         return parts
     return [q.strip() for p in parts for q in _ORDINAL_CUT.split(p) if q.strip(" ,.;")]
+
+
+QUESTIONS = "questions"
+_QUESTION_CUT = re.compile(
+    r"\s*,\s*(?:and\s+)?(?=(?:what|how|which|who|where|when)(?:'s)?\s+(?:is|are|was|were|does|do|did|will|would|can|about|many|much)\b)",
+    re.IGNORECASE,
+)
+"""A comma before a new question starts a part of its own when the words before it are
+a question too ("what is the capital of Australia, what is the population of Canada,
+and what is …"); after a condition or a setting ("if you play 20 times, what is …", "in
+a series of 10 shots, what is …") the question is the same part."""
+_QUESTION = re.compile(r"\W*(?:\w+,?\s+)?(?:what|how|which|who|where|when)\b", re.I)
+
+
+def _questions(part: str) -> list[str]:
+    out = _QUESTION_CUT.split(part)
+    merged = [out[0]]
+    for piece in out[1:]:
+        if _QUESTION.match(merged[-1]):
+            merged.append(piece)
+        else:
+            merged[-1] = f"{merged[-1]}, {piece}"
+    return merged
 
 
 def fit_score(task_stems: set[str], name: str, description: str) -> float:
