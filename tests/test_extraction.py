@@ -378,3 +378,11 @@ def test_a_comma_before_another_question_starts_a_part(ablated: set[str]) -> Non
     assert split_parts(same) == [same]
     ablated.add("questions")
     assert split_parts(task) == [task]
+
+
+def test_relative_dates_count_from_the_day_the_task_says_today_is(ablated: set[str]) -> None:
+    task = "the forecast for Oslo next Friday? Today is Monday, March 4th 2024"
+    dates = [s.value for s in find_spans(task) if s.kind == "date"]
+    assert dates == ["2024-03-08"]  # the anchor is context, not a second date
+    ablated.add("anchored")
+    assert len([s for s in find_spans(task) if s.kind == "date"]) > 1

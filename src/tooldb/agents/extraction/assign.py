@@ -52,6 +52,7 @@ TECHNIQUES = (
     "place_shape",
     "place_case",
     "questions",
+    "anchored",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""

@@ -142,8 +142,11 @@ def find_spans(text: str) -> list[Span]:
         add(Span(m.start(), m.end(), "email", m.group(0), m.group(0)))
     for m in _URL.finditer(text):
         add(Span(m.start(), m.end(), "url", m.group(0), m.group(0)))
+    anchor = _anchor(text)
+    if anchor is not None:  # "today is Monday April 25th 2023": what relative dates count from
+        add(Span(anchor[0], anchor[1], "anchor", anchor[2], text[anchor[0] : anchor[1]]))
     for m in _DATE.finditer(text):
-        day = _parse_date(m.group(0))
+        day = _parse_date(m.group(0), anchor[3] if anchor else None)
         if day is not None:
             add(Span(m.start(), m.end(), "date", day, m.group(0)))
     for m in _TIME.finditer(text):
@@ -162,8 +165,29 @@ def find_spans(text: str) -> list[Span]:
         add(Span(m.start(), m.end(), "identifier", m.group(0), m.group(0)))
     for span in _names(text):
         add(span)
-    found.sort(key=lambda s: s.start)
+    found = sorted((s for s in found if s.kind != "anchor"), key=lambda s: s.start)
     return _group_lists(text, found)
+
+
+ANCHORED = "anchored"
+_ANCHOR = re.compile(
+    rf"\btoday(?:'s date)?\s+is\s+(?:the\s+)?(?:{_DAYS},?\s+(?:the\s+)?)?", re.IGNORECASE
+)
+
+
+def _anchor(text: str) -> tuple[int, int, str, datetime] | None:
+    """The date the task says today is (start, end, ISO date, as a datetime): context that
+    relative dates count from, not a value of its own."""
+    from .assign import ABLATED  # the ablation switches live with the assignment rules
+
+    m = _ANCHOR.search(text)
+    date = _DATE.match(text, m.end()) if m else None
+    if ANCHORED in ABLATED or m is None or date is None:
+        return None
+    day = _parse_date(date.group(0))
+    if day is None:
+        return None
+    return m.start(), date.end(), day, datetime.strptime(day, "%Y-%m-%d")
 
 
 def _numbers(text: str) -> list[Span]:
@@ -349,8 +373,9 @@ _COMMON_STARTS = frozenset(
 )
 
 
-def _parse_date(literal: str) -> str | None:
-    """``literal`` as an ISO date (YYYY-MM-DD), or None when it is no date."""
+def _parse_date(literal: str, base: datetime | None = None) -> str | None:
+    """``literal`` as an ISO date (YYYY-MM-DD), or None when it is no date; relative
+    dates count from ``base`` (today when None)."""
     if re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", literal):
         year, month, day = (int(p) for p in literal.split("-"))
         try:
@@ -361,9 +386,10 @@ def _parse_date(literal: str) -> str | None:
         import dateparser
     except ImportError:  # pragma: no cover - without the `router` extra: ISO dates only
         return None
-    parsed = dateparser.parse(
-        literal, languages=["en"], settings={"PREFER_DATES_FROM": "future", "DATE_ORDER": "MDY"}
-    )
+    settings: dict[str, Any] = {"PREFER_DATES_FROM": "future", "DATE_ORDER": "MDY"}
+    if base is not None:
+        settings["RELATIVE_BASE"] = base
+    parsed = dateparser.parse(literal, languages=["en"], settings=settings)
     return parsed.strftime("%Y-%m-%d") if parsed else None
 
 
