@@ -386,3 +386,10 @@ def test_relative_dates_count_from_the_day_the_task_says_today_is(ablated: set[s
     assert dates == ["2024-03-08"]  # the anchor is context, not a second date
     ablated.add("anchored")
     assert len([s for s in find_spans(task) if s.kind == "date"]) > 1
+
+
+def test_a_label_before_an_identifier_is_no_part_of_it(ablated: set[str]) -> None:
+    spec = schema(["user_id"], user_id={"type": "string", "description": "The user's id."})
+    assert args("list the orders of the user with ID U123456", spec) == {"user_id": "U123456"}
+    ablated.add("labels")
+    assert args("list the orders of the user with ID U123456", spec) == {"user_id": "ID U123456"}

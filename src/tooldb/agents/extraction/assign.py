@@ -28,7 +28,7 @@ from .text import (
     stem,
     words,
 )
-from .values import Span, find_spans
+from .values import Span, find_spans, unlabelled
 
 STRONG = 4.0
 TECHNIQUES = (
@@ -53,6 +53,7 @@ TECHNIQUES = (
     "place_case",
     "questions",
     "anchored",
+    "labels",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
@@ -558,6 +559,7 @@ def _cue_phrase(task: str, param: Param, topic: set[str], free: Any) -> Span | N
             continue
         value = " ".join(chunk).strip("'\"")
         span = Span(offset, offset + len(" ".join(chunk)), "phrase", value, value, unit=m.group(0))
+        span = unlabelled(span)
         if free(span):
             return span
     return None

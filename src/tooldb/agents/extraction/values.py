@@ -164,9 +164,26 @@ def find_spans(text: str) -> list[Span]:
     for m in _IDENTIFIER.finditer(text):
         add(Span(m.start(), m.end(), "identifier", m.group(0), m.group(0)))
     for span in _names(text):
-        add(span)
+        add(unlabelled(span))
     found = sorted((s for s in found if s.kind != "anchor"), key=lambda s: s.start)
     return _group_lists(text, found)
+
+
+LABELS = "labels"
+_LABEL = re.compile(r"(?:id|no\.?|nr\.?|number|num|#)\s*(?=\S*\d)", re.IGNORECASE)
+
+
+def unlabelled(span: Span) -> Span:
+    """``span`` without a label before an identifier ("ID U123456", "No 28473", "number
+    456123": the value is what follows the label)."""
+    from .assign import ABLATED
+
+    m = _LABEL.match(span.text)
+    rest = span.text[m.end() :] if m else ""
+    if LABELS in ABLATED or not m or not rest or " " in rest.strip():
+        return span
+    start = span.start + m.end()
+    return Span(start, span.end, span.kind, rest, rest, span.unit, span.percent, span.group)
 
 
 ANCHORED = "anchored"
