@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tooldb
 from bfcl_check import check_calls
 from tooldb.agents.extraction import Options, Plan, plan_calls
-from tooldb.agents.extraction.assign import ABLATED, TECHNIQUES
 from tooldb.agents.extraction.plan import Offered
+from tooldb.agents.extraction.switches import ABLATED, TECHNIQUES
 from tooldb.settings import Settings
 
 DATA = Path("/work/shared/data/bfcl")

@@ -303,7 +303,7 @@ def test_a_tool_sharing_one_word_with_the_task_needs_an_argument_with_evidence()
 @pytest.fixture
 def ablated() -> Any:
     """Switch techniques off for one test (as bench/bfcl.py --ablate does), then on again."""
-    from tooldb.agents.extraction.assign import ABLATED
+    from tooldb.agents.extraction.switches import ABLATED
 
     yield ABLATED
     ABLATED.clear()
@@ -393,3 +393,20 @@ def test_a_label_before_an_identifier_is_no_part_of_it(ablated: set[str]) -> Non
     assert args("list the orders of the user with ID U123456", spec) == {"user_id": "U123456"}
     ablated.add("labels")
     assert args("list the orders of the user with ID U123456", spec) == {"user_id": "ID U123456"}
+
+
+def test_enum_values_written_as_a_list_are_one_call_each(ablated: set[str]) -> None:
+    quotes = Offered(
+        "stock_quote",
+        "A stock's price.",
+        schema(
+            ["company", "field"],
+            company=STR,
+            field={"type": "string", "enum": ["open", "close", "high", "low"]},
+        ),
+    )
+    task = "the 'open' and 'close' stock price of Nvidia"
+    wanted = [{"company": "Nvidia", "field": "open"}, {"company": "Nvidia", "field": "close"}]
+    assert [c.arguments for c in plan_calls(task, [quotes]).calls] == wanted
+    ablated.add("choice_lists")
+    assert [c.arguments for c in plan_calls(task, [quotes]).calls] != wanted

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .choices import choice_of, listed_choices
+from .switches import ABLATED
 from .text import (
     END_WORDS,
     START_WORDS,
@@ -31,32 +33,6 @@ from .text import (
 from .values import Span, find_spans, unlabelled
 
 STRONG = 4.0
-TECHNIQUES = (
-    "choices",
-    "names",
-    "units",
-    "relations",
-    "kinds",
-    "lists",
-    "order",
-    "phrases",
-    "flags",
-    "restated",
-    "places",
-    "weak_fit",
-    "makers",
-    "ordinals",
-    "whole_lists",
-    "text_tail",
-    "calendar",
-    "place_shape",
-    "place_case",
-    "questions",
-    "anchored",
-    "labels",
-)
-ABLATED: set[str] = set()
-"""Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
 NUMBERS = frozenset({"number", "word number"})
 _LINK = re.compile(
     r"[^\w,]*(?:(?:is|are|of|=|:|to|as|was|equals?|equal to|set to|being|with|a|an|the|about|"
@@ -93,6 +69,7 @@ class Extraction:
     missing: list[str] = field(default_factory=list)
     spans: dict[str, Span] = field(default_factory=dict)
     strong: set[str] = field(default_factory=set)  # named, unit, relation, enum: not by order
+    alternatives: dict[str, list[Any]] = field(default_factory=dict)  # "rock and jazz"
 
 
 def extract_arguments(
@@ -118,10 +95,14 @@ def extract_arguments(
 
     # 1. choices: enum values and the options a description quotes
     for param in params if "choices" not in ABLATED else ():
-        choice = _choice(task, lowered, param, free)
+        choice = choice_of(task, lowered, param, free)
         if choice is not None:
             take(param, choice[0], choice[1], choice[2])
             out.strong.add(param.name)
+            alternatives = listed_choices(task, param, choice[1])
+            if alternatives:
+                out.alternatives[param.name] = [option for option, _ in alternatives]
+                used.extend(span for _, span in alternatives)
     # 2. strong evidence, best first
     pairs: list[tuple[float, int, int, Param, Span, Any, str]] = []
     for p_index, param in enumerate(params):
@@ -242,49 +223,6 @@ def _flag(task: str, param: Param) -> tuple[bool, str] | None:
     if _NEGATION.search(before):
         return False, f"{' '.join(wanted)!r} negated in the task"
     return True, f"the task asks for {' '.join(wanted)!r}"
-
-
-def _choice(task: str, lowered: str, param: Param, free: Any) -> tuple[Any, Span, str] | None:
-    """The enum value (or description-quoted option) the task writes, first in the text."""
-    options = list(param.enum) if param.enum is not None else []
-    quoted = not options and param.kind == "string"
-    if quoted:
-        options = list(param.options)
-    hits: list[tuple[int, int, Any]] = []
-    for option in options:
-        if isinstance(option, bool) or not isinstance(option, str | int | float):
-            continue
-        text = str(option)
-        if not text.strip():
-            continue
-        forms = {text, text.replace("_", " "), text.replace("-", " ")}
-        for form in forms:
-            for m in re.finditer(rf"(?<!\w){re.escape(form)}(?!\w)", task, re.IGNORECASE):
-                hits.append((m.start(), m.end(), option))
-        if not hits and isinstance(option, str) and len(option) > 4 and " " not in option:
-            for m in re.finditer(r"\b\w+\b", task):
-                if len(m.group(0)) > 4 and stem(m.group(0)) == stem(option):
-                    hits.append((m.start(), m.end(), option))
-    hits = [h for h in hits if free(Span(h[0], h[1], "choice", h[2], ""))]
-    if hits:
-        start, end, option = min(  # earliest, longest, then the one written in its case
-            hits, key=lambda h: (h[0], -(h[1] - h[0]), task[h[0] : h[1]] != str(h[2]))
-        )
-        where = "enum value" if not quoted else "option the description lists"
-        return (
-            option,
-            Span(start, end, "choice", option, task[start:end]),
-            f"{where} {task[start:end]!r}",
-        )
-    if options and all(isinstance(o, str) and 0 < len(o) <= 3 for o in options):
-        for m in re.finditer(r"(?<!\w)([A-Z][a-z]{3,})", task):
-            if m.start() == 0 or not free(Span(m.start(), m.end(), "choice", None, "")):
-                continue
-            for option in options:
-                if m.group(1).lower().startswith(option.lower()):
-                    span = Span(m.start(), m.end(), "choice", option, m.group(1))
-                    return option, span, f"{m.group(1)!r} abbreviates the enum value {option!r}"
-    return None
 
 
 def _convert(param: Param, span: Span) -> Any:

@@ -17,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .assign import ABLATED, Extraction, _convert, extract_arguments
+from .assign import Extraction, _convert, extract_arguments
 from .segments import fit_score, repeated_calls, sections, split_parts
+from .switches import ABLATED
 from .text import content_stems, params_of
 from .values import Span, find_spans
 
@@ -171,10 +172,29 @@ def _calls_for(
     if missing:
         return [PlannedCall(tool.name, arguments, why)], missing
     if opts.several_calls and not supplied:
-        expanded = _expand(found, spans, tool)
-        if expanded:
+        expanded = _expand(found, spans, tool) or [PlannedCall(tool.name, arguments, why)]
+        expanded = _alternatives(found, expanded)
+        if len(expanded) > 1:
             return expanded, []
     return [PlannedCall(tool.name, arguments, why)], []
+
+
+def _alternatives(found: Extraction, calls: list[PlannedCall]) -> list[PlannedCall]:
+    """Each call once per enum value of a list the task writes ("rock and jazz")."""
+    for name, options in found.alternatives.items():
+        calls = [
+            PlannedCall(
+                call.tool,
+                {**call.arguments, name: option},
+                {
+                    **call.why,
+                    name: f"value {index + 1} of the listed {', '.join(map(str, options))}",
+                },
+            )
+            for call in calls
+            for index, option in enumerate(options)
+        ]
+    return calls
 
 
 def _expand(found: Extraction, spans: list[Span], tool: Offered) -> list[PlannedCall]:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .assign import ABLATED, extract_arguments
+from .assign import extract_arguments
+from .switches import ABLATED
 from .text import content_stems, params_of, stem, words
 from .values import find_spans
 

@@ -18,6 +18,7 @@ try:  # the `router` extra: number words and dates in words (digits and ISO date
 except ImportError:  # pragma: no cover - exercised only without the extra
     w2n = None
 
+from .switches import ABLATED
 from .text import STOPWORDS
 
 
@@ -176,8 +177,6 @@ _LABEL = re.compile(r"(?:id|no\.?|nr\.?|number|num|#)\s*(?=\S*\d)", re.IGNORECAS
 def unlabelled(span: Span) -> Span:
     """``span`` without a label before an identifier ("ID U123456", "No 28473", "number
     456123": the value is what follows the label)."""
-    from .assign import ABLATED
-
     m = _LABEL.match(span.text)
     rest = span.text[m.end() :] if m else ""
     if LABELS in ABLATED or not m or not rest or " " in rest.strip():
@@ -195,8 +194,6 @@ _ANCHOR = re.compile(
 def _anchor(text: str) -> tuple[int, int, str, datetime] | None:
     """The date the task says today is (start, end, ISO date, as a datetime): context that
     relative dates count from, not a value of its own."""
-    from .assign import ABLATED  # the ablation switches live with the assignment rules
-
     m = _ANCHOR.search(text)
     date = _DATE.match(text, m.end()) if m else None
     if ANCHORED in ABLATED or m is None or date is None:
