@@ -410,3 +410,16 @@ def test_enum_values_written_as_a_list_are_one_call_each(ablated: set[str]) -> N
     assert [c.arguments for c in plan_calls(task, [quotes]).calls] == wanted
     ablated.add("choice_lists")
     assert [c.arguments for c in plan_calls(task, [quotes]).calls] != wanted
+
+
+def test_groups_of_numbers_are_one_call_each(ablated: set[str]) -> None:
+    gcd = Offered("gcd", "Greatest common divisor.", schema(a=INT, b=INT))
+    wanted = [{"a": 45, "b": 60}, {"a": 81, "b": 27}]
+    for task in ("the gcd of the pairs (45, 60) and (81, 27)", "the gcd of 45 and 60, 81 and 27"):
+        assert [c.arguments for c in plan_calls(task, [gcd]).calls] == wanted
+    # two pairs apart in the sentence are no groups: "multiples of 3 and 5 between 1 and 100"
+    assert len(plan_calls("the gcd of 3 and 5 between 1 and 100", [gcd]).calls) != 2
+    ablated.add("tuples")
+    assert [
+        c.arguments for c in plan_calls("the gcd of the pairs (45, 60) and (81, 27)", [gcd]).calls
+    ] != wanted

@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,11 +174,47 @@ def _calls_for(
     if missing:
         return [PlannedCall(tool.name, arguments, why)], missing
     if opts.several_calls and not supplied:
+        tuples = _tuples(task, tool, found)
+        if tuples:
+            return tuples, []
         expanded = _expand(found, spans, tool) or [PlannedCall(tool.name, arguments, why)]
         expanded = _alternatives(found, expanded)
         if len(expanded) > 1:
             return expanded, []
     return [PlannedCall(tool.name, arguments, why)], []
+
+
+TUPLES = "tuples"
+_NUM = r"-?\d+(?:\.\d+)?"
+_TUPLE = re.compile(rf"\(\s*{_NUM}(?:\s*,\s*{_NUM})+\s*\)|\b{_NUM}\s+and\s+{_NUM}\b")
+
+
+def _tuples(task: str, tool: Offered, found: Extraction) -> list[PlannedCall]:
+    """One call per group of numbers when the task writes two or more groups as long as
+    the tool has required numeric parameters ("the pairs (45, 60) and (81, 27)", "sides 3
+    and 4, 5 and 12"); each group fills those parameters in order."""
+    if TUPLES in ABLATED:
+        return []
+    numeric = [p for p in params_of(tool.parameters)
+               if p.required and p.kind in {"integer", "number"}]  # fmt: skip
+    matches = list(_TUPLE.finditer(task))
+    joined = all(  # the groups follow each other: "3 and 4, 5 and 12", not "… of 3 and 5 between"
+        re.fullmatch(r"\s*(?:,|;|and|,\s*and)\s*", task[a.end() : b.start()])
+        for a, b in itertools.pairwise(matches)
+    )
+    groups = [re.findall(_NUM, m.group(0)) for m in matches] if joined else []
+    if len(groups) < 2 or len(numeric) < 2 or any(len(g) != len(numeric) for g in groups):
+        return []
+    calls = []
+    for index, group in enumerate(groups):
+        arguments, why = dict(found.arguments), dict(found.notes)
+        for param, text in zip(numeric, group, strict=True):
+            if "." in text and param.kind == "integer":
+                return []
+            arguments[param.name] = float(text) if "." in text else int(text)
+            why[param.name] = f"number {text} of group {index + 1} ({', '.join(group)})"
+        calls.append(PlannedCall(tool.name, arguments, why))
+    return calls
 
 
 def _alternatives(found: Extraction, calls: list[PlannedCall]) -> list[PlannedCall]:

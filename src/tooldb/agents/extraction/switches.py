@@ -26,6 +26,7 @@ TECHNIQUES = (
     "anchored",
     "labels",
     "choice_lists",
+    "tuples",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
