@@ -423,3 +423,14 @@ def test_groups_of_numbers_are_one_call_each(ablated: set[str]) -> None:
     assert [
         c.arguments for c in plan_calls("the gcd of the pairs (45, 60) and (81, 27)", [gcd]).calls
     ] != wanted
+
+
+def test_a_role_written_after_a_name_ties_it(ablated: set[str]) -> None:
+    films = schema(["genre"], genre=STR, director=STR, cast=STR)
+    task = "find a comedy with Tom Hanks in the cast and Nora Ephron as the director"
+    found = extract_arguments(task, films)
+    assert found.arguments["cast"] == "Tom Hanks" and found.arguments["director"] == "Nora Ephron"
+    assert "as the director" in found.notes["director"]
+    ablated.add("roles")
+    found = extract_arguments(task, films)
+    assert "cast" not in found.strong and "director" not in found.strong

@@ -295,6 +295,9 @@ def _evidence(task: str, param: Param, span: Span) -> tuple[float, str]:
     named = _named_before(before, param) if "names" not in ABLATED else ""
     if named:
         return 10.0, f"named: {named}{task[span.start : span.end]!r}"
+    role = _role_after(task[span.end : span.end + 40], param)
+    if role:
+        return 9.0, f"{span.text!r} {role}"
     for kind, cues in _KIND_CUES if "kinds" not in ABLATED else ():
         if span.kind == kind and param.says(*cues):
             return 7.0, f"{kind} {span.text!r}"
@@ -331,6 +334,20 @@ def _evidence(task: str, param: Param, span: Span) -> tuple[float, str]:
     if span.kind == "quoted":
         return 2.0, f"quoted {span.text!r}"
     return 1.0, f"{span.kind} {span.text!r}"
+
+
+ROLES = "roles"
+_ROLE = re.compile(r"\s*,?\s*(?:as|in|for)\s+(?:the|a|an|my|its|his|her|their)\s+(\w+)", re.I)
+
+
+def _role_after(after: str, param: Param) -> str:
+    """The parameter's name as the role written after a name ("David Leitch as the
+    director", "Alex King in the cast")."""
+    m = _ROLE.match(after)
+    if ROLES in ABLATED or m is None:
+        return ""
+    named = {stem(w) for w in param.name_words if len(w) > 2}
+    return m.group(0).strip(" ,") if stem(m.group(1)) in named else ""
 
 
 def _named_before(before: str, param: Param) -> str:

@@ -27,6 +27,7 @@ TECHNIQUES = (
     "labels",
     "choice_lists",
     "tuples",
+    "roles",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
