@@ -431,6 +431,10 @@ def test_a_role_written_after_a_name_ties_it(ablated: set[str]) -> None:
     found = extract_arguments(task, films)
     assert found.arguments["cast"] == "Tom Hanks" and found.arguments["director"] == "Nora Ephron"
     assert "as the director" in found.notes["director"]
+    # the parameter's head noun right after a text value: "the Noir genre"
+    assert extract_arguments("a Noir genre film with Tom Hanks", films).notes["genre"] == (
+        "'Noir' genre"
+    )
     ablated.add("roles")
     found = extract_arguments(task, films)
     assert "cast" not in found.strong and "director" not in found.strong

@@ -295,7 +295,7 @@ def _evidence(task: str, param: Param, span: Span) -> tuple[float, str]:
     named = _named_before(before, param) if "names" not in ABLATED else ""
     if named:
         return 10.0, f"named: {named}{task[span.start : span.end]!r}"
-    role = _role_after(task[span.end : span.end + 40], param)
+    role = _role_after(task[span.end : span.end + 40], param, span.kind not in NUMBERS)
     if role:
         return 9.0, f"{span.text!r} {role}"
     for kind, cues in _KIND_CUES if "kinds" not in ABLATED else ():
@@ -340,14 +340,24 @@ ROLES = "roles"
 _ROLE = re.compile(r"\s*,?\s*(?:as|in|for)\s+(?:the|a|an|my|its|his|her|their)\s+(\w+)", re.I)
 
 
-def _role_after(after: str, param: Param) -> str:
+def _role_after(after: str, param: Param, text: bool) -> str:
     """The parameter's name as the role written after a name ("David Leitch as the
-    director", "Alex King in the cast")."""
-    m = _ROLE.match(after)
-    if ROLES in ABLATED or m is None:
+    director", "Alex King in the cast"), or right after a text value ("the Comic
+    genre", "a 'Plus' type")."""
+    if ROLES in ABLATED:
         return ""
+    m = _ROLE.match(after)
     named = {stem(w) for w in param.name_words if len(w) > 2}
-    return m.group(0).strip(" ,") if stem(m.group(1)) in named else ""
+    if m is not None and stem(m.group(1)) in named:
+        return m.group(0).strip(" ,")
+    m = _NAME_AFTER.match(after) if text else None  # the name's head noun: "genre", "type"
+    head = param.name_words[-1].lower() if param.name_words else ""
+    if m is None or head in STOPWORDS or len(head) < 3 or stem(m.group(1)) != stem(head):
+        return ""
+    return m.group(0).strip(" ,'\"")
+
+
+_NAME_AFTER = re.compile(r"['\"]?\s+(\w+)")
 
 
 def _named_before(before: str, param: Param) -> str:
