@@ -438,3 +438,20 @@ def test_a_role_written_after_a_name_ties_it(ablated: set[str]) -> None:
     ablated.add("roles")
     found = extract_arguments(task, films)
     assert "cast" not in found.strong and "director" not in found.strong
+
+
+def test_an_introduction_is_no_call_of_its_own(ablated: set[str]) -> None:
+    from tooldb.agents.extraction.plan import _without_intro
+
+    drop = Offered("final_speed", "Final speed of a dropped object.",
+                   schema(initial_velocity=INT, height=INT))  # fmt: skip
+    # "Two objects were dropped. The first … 0 m/s … 10 meters. The second … 5 m/s … 20 meters."
+    calls: list[tuple[dict[str, Any], dict[str, str]]] = [
+        ({"initial_velocity": 2}, {}),
+        ({"initial_velocity": 0, "height": 10}, {}),
+        ({"initial_velocity": 5, "height": 20}, {}),
+    ]
+    assert _without_intro(calls, drop) == calls[1:]
+    assert _without_intro(calls[:2], drop) == calls[:2]  # one call left would be no list
+    ablated.add("intros")
+    assert _without_intro(calls, drop) == calls

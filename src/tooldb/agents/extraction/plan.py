@@ -279,6 +279,26 @@ def _span_of(task: str, texts: list[str]) -> str:
     return task[start : end + len(texts[-1])]
 
 
+INTROS = "intros"
+
+
+def _without_intro(
+    calls: list[tuple[dict[str, Any], dict[str, str]]], tool: Offered
+) -> list[tuple[dict[str, Any], dict[str, str]]]:
+    """The calls without the leading ones that lack a required value the next one has:
+    an introduction ("the return on equity for two companies? The first has …") is
+    no call of its own."""
+    required = [p.name for p in params_of(tool.parameters) if p.required]
+    while (
+        INTROS not in ABLATED
+        and len(calls) > 2
+        and any(r not in calls[0][0] for r in required)
+        and all(r in calls[1][0] for r in required)
+    ):
+        calls = calls[1:]
+    return calls
+
+
 def _sectioned(
     task: str, tools: list[Offered], chosen: Offered, opts: Options
 ) -> list[PlannedCall]:
@@ -292,7 +312,7 @@ def _sectioned(
         text = _span_of(task, texts)
         repeated = repeated_calls(texts, tool, text) if opts.several_calls else []
         if repeated:
-            for arguments, why in repeated:
+            for arguments, why in _without_intro(repeated, tool):
                 found = extract_arguments(text, tool.parameters)
                 if any(m not in arguments for m in found.missing):
                     return []

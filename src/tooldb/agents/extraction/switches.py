@@ -28,6 +28,7 @@ TECHNIQUES = (
     "choice_lists",
     "tuples",
     "roles",
+    "intros",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
