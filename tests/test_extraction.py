@@ -455,3 +455,12 @@ def test_an_introduction_is_no_call_of_its_own(ablated: set[str]) -> None:
     assert _without_intro(calls[:2], drop) == calls[:2]  # one call left would be no list
     ablated.add("intros")
     assert _without_intro(calls, drop) == calls
+
+
+def test_a_command_parameter_takes_the_command_the_task_says_to_use(ablated: set[str]) -> None:
+    shell = schema(["command"], command={"type": "string", "description": "What to run."})
+    assert args("show the disk usage using df -h", shell) == {"command": "df -h"}
+    assert args("list the files using the ls -la command", shell) == {"command": "ls -la"}
+    assert args("run uptime to see the load", shell) == {"command": "uptime"}
+    ablated.add("commands")
+    assert args("show the disk usage using df -h", shell).get("command") != "df -h"

@@ -103,6 +103,12 @@ def extract_arguments(
             if alternatives:
                 out.alternatives[param.name] = [option for option, _ in alternatives]
                 used.extend(span for _, span in alternatives)
+    # 1b. a command parameter: the command the task says to use ("using docker ps")
+    for param in params if COMMANDS not in ABLATED else ():
+        command = _command(task, param) if param.name not in out.arguments else None
+        if command is not None:
+            take(param, command.value, command, f"the command after {command.unit!r}")
+            out.strong.add(param.name)
     # 2. strong evidence, best first
     pairs: list[tuple[float, int, int, Param, Span, Any, str]] = []
     for p_index, param in enumerate(params):
@@ -472,6 +478,29 @@ def _list_value(
         if loose:
             return [_convert(item, s) for s in loose], f"every {item.kind} in the task", loose
     return None
+
+
+COMMANDS = "commands"
+_COMMAND = re.compile(
+    r"\b(using|use|run|execute)\s+(?:the\s+)?(?:(?:command|instruction)\s+(?:called\s+|named\s+)?)?"
+    r"(?!the\b|a\b|an\b|my\b|your\b|it\b|this\b)(\S.*?)"
+    r"(?:\s+(?:command|instruction))?(?:\s+to\s+\w.*)?\s*[.?!]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def _command(task: str, param: Param) -> Span | None:
+    """For a parameter that takes a shell command, the words after "using"/"use"/"run"
+    to the end of the sentence ("check the version using docker --version", "use docker ps
+    to find out"), "the echo %date% command" without "command"."""
+    names = {w.lower() for w in param.name_words}
+    if param.kind not in {"string", "any"} or not names & {"command", "cmd", "instruction"}:
+        return None
+    m = _COMMAND.search(task)
+    if m is None:
+        return None
+    value = m.group(2).strip()
+    return Span(m.start(2), m.start(2) + len(value), "phrase", value, value, unit=m.group(1))
 
 
 TEXT_TAIL = "text_tail"

@@ -29,6 +29,7 @@ TECHNIQUES = (
     "tuples",
     "roles",
     "intros",
+    "commands",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
