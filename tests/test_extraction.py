@@ -464,3 +464,11 @@ def test_a_command_parameter_takes_the_command_the_task_says_to_use(ablated: set
     assert args("run uptime to see the load", shell) == {"command": "uptime"}
     ablated.add("commands")
     assert args("show the disk usage using df -h", shell).get("command") != "df -h"
+
+
+def test_an_id_by_order_looks_like_one(ablated: set[str]) -> None:
+    event = schema(["event_id"], event_id={"type": "string", "description": "The event's id."})
+    assert extract_arguments("Get the event shoes!", event).missing == ["event_id"]
+    assert args("Get the event ev_2024", event) == {"event_id": "ev_2024"}
+    ablated.add("id_shape")
+    assert extract_arguments("Get the event shoes!", event).missing == []

@@ -159,7 +159,7 @@ def extract_arguments(
         if not param.required or param.name in out.arguments or param.kind not in {"string", "any"}:
             continue
         phrase = _cue_phrase(task, param, topic_stems, free)
-        if phrase is not None and not _place_phrase(param, phrase):
+        if phrase is not None and not (_place_phrase(param, phrase) and _id_fits(param, phrase)):
             phrase = None
         if phrase is None or task[phrase.end :].lstrip(" '\"").startswith(":"):
             phrase = _after_colon(task, param) or phrase  # "a note saying this: …"
@@ -416,6 +416,8 @@ def _plain_fit(param: Param, span: Span) -> bool:
         )
     if param.says(*_PLACE_CUES) and (_calendar(span) or not _placelike(span)):
         return False
+    if not _id_fits(param, span):
+        return False
     return span.kind in {"name", "quoted", "date", "time", "email", "url", "path", "identifier",
                          "expression"}  # fmt: skip
 
@@ -436,6 +438,21 @@ def _place_phrase(param: Param, phrase: Span) -> bool:
     if "place_case" in ABLATED or not param.says(*_PLACE_CUES):
         return True
     return phrase.text[:1].isupper() or phrase.text[:1].isdigit()
+
+
+ID_SHAPE = "id_shape"
+
+
+def _id_fits(param: Param, span: Span) -> bool:
+    """Whether a value taken by order or after a cue word may be an identifier: for a
+    parameter named "… id", a word of plain prose ("shoes", "did not provide a query") is
+    none; an id has a digit, a separator or capitals inside ("U123", "main_db", "eMan")."""
+    if ID_SHAPE in ABLATED or not param.name_words or param.name_words[-1].lower() != "id":
+        return True
+    if span.kind not in {"name", "phrase"}:
+        return True
+    text = str(span.value)
+    return bool(re.search(r"\d|[_./@:-]|\w[A-Z]", text))
 
 
 CALENDAR = "calendar"

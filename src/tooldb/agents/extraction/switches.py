@@ -30,6 +30,7 @@ TECHNIQUES = (
     "roles",
     "intros",
     "commands",
+    "id_shape",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
