@@ -7,7 +7,9 @@
    $2000 in Google and withdraw $1000 from Apple”), otherwise the parts stay one.
 3. Several calls of one tool: a scalar parameter whose value is one of a list
    ("circles with radius 3, 5 and 7") becomes one call per item; lists of the same
-   length for several parameters are zipped ("Japan and India … 10 and 20 years").
+   length for several parameters are zipped ("Japan and India … 10 and 20 years"); enum
+   values written as a list and groups of numbers ("(45, 60) and (81, 27)") are one call
+   each; a leading call that lacks what the next has is an introduction, dropped.
 4. Missing required arguments: nothing is called; the plan names the tool it would use
    and what is missing. Arguments the caller supplies fill or override extracted ones.
 """

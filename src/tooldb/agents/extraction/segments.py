@@ -1,7 +1,9 @@
 """Tasks that ask for several calls: the parts of a sentence and what each asks.
 
-A task is cut at sentence ends, semicolons and "and then"/"also"/"as well as"/"another",
-and at a plain "and" when at least three words follow (so "36 and 24" stays whole).
+A task is cut at sentence ends, semicolons and "and then"/"also"/"as well as", at a
+plain "and" when at least three words follow (so "36 and 24" stays whole) unless it
+joins a list of three or more like values, at a comma before an ordinal ("…, the second
+circle …") and at a comma between two questions.
 Consecutive parts whose best-fitting tool is the same form a section. Within a
 section, a part that gives a parameter a value different from the one the call being
 built already has starts a new call ("radius of 5 meters and the other with a radius
