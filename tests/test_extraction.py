@@ -472,3 +472,17 @@ def test_an_id_by_order_looks_like_one(ablated: set[str]) -> None:
     assert args("Get the event ev_2024", event) == {"event_id": "ev_2024"}
     ablated.add("id_shape")
     assert extract_arguments("Get the event shoes!", event).missing == []
+
+
+def test_an_enum_parameter_takes_only_its_values(ablated: set[str]) -> None:
+    todo = schema(
+        ["action", "item"],
+        action={"type": "string", "enum": ["add", "delete"]},
+        item={"type": "string", "description": "The todo item."},
+    )
+    found = extract_arguments("Hi, I am Charlie. Drop the 'buy milk' item", todo)
+    assert "action" in found.missing and found.arguments.get("action") is None
+    ablated.add("enum_only")
+    assert extract_arguments("Hi, I am Charlie. Drop the 'buy milk' item", todo).arguments[
+        "action"
+    ] not in ("add", "delete")

@@ -232,7 +232,19 @@ def _flag(task: str, param: Param) -> tuple[bool, str] | None:
 
 
 def _convert(param: Param, span: Span) -> Any:
-    """``span``'s value as ``param`` wants it, or None when it does not fit the type."""
+    """``span``'s value as ``param`` wants it, or None when it does not fit the type (or
+    is none of the parameter's enum values)."""
+    value = _typed(param, span)
+    if value is None or not param.enum or ENUM_ONLY in ABLATED:
+        return value
+    return next((o for o in param.enum if str(o).lower() == str(value).lower()), None)
+
+
+ENUM_ONLY = "enum_only"
+
+
+def _typed(param: Param, span: Span) -> Any:
+    """``span``'s value as ``param``'s type wants it, or None."""
     kind = param.kind
     if span.kind == "choice":
         return None

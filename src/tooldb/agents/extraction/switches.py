@@ -31,6 +31,7 @@ TECHNIQUES = (
     "intros",
     "commands",
     "id_shape",
+    "enum_only",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
