@@ -391,7 +391,12 @@ def test_relative_dates_count_from_the_day_the_task_says_today_is(ablated: set[s
 def test_a_label_before_an_identifier_is_no_part_of_it(ablated: set[str]) -> None:
     spec = schema(["user_id"], user_id={"type": "string", "description": "The user's id."})
     assert args("list the orders of the user with ID U123456", spec) == {"user_id": "U123456"}
+    bot = schema(["bot_id", "version"], bot_id=STR, version=STR)
+    assert args("the exports of the bot with ID 'B12345' for version 'v1'", bot) == {
+        "bot_id": "B12345", "version": "v1"
+    }  # fmt: skip
     ablated.add("labels")
+    assert args("the exports of the bot with ID 'B12345' for version 'v1'", bot)["bot_id"] == "ID"
     assert args("list the orders of the user with ID U123456", spec) == {"user_id": "ID U123456"}
 
 

@@ -165,12 +165,14 @@ def find_spans(text: str) -> list[Span]:
     for m in _IDENTIFIER.finditer(text):
         add(Span(m.start(), m.end(), "identifier", m.group(0), m.group(0)))
     for span in _names(text):
-        add(unlabelled(span))
+        if LABELS in ABLATED or span.text.lower() not in _BARE_LABELS:  # "bot with ID 'B12'"
+            add(unlabelled(span))
     found = sorted((s for s in found if s.kind != "anchor"), key=lambda s: s.start)
     return _group_lists(text, found)
 
 
 LABELS = "labels"
+_BARE_LABELS = frozenset({"id", "no", "nr", "no.", "nr.", "#"})
 _LABEL = re.compile(r"(?:id|no\.?|nr\.?|number|num|#)\s*(?=\S*\d)", re.IGNORECASE)
 
 
