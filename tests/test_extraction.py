@@ -491,3 +491,11 @@ def test_an_enum_parameter_takes_only_its_values(ablated: set[str]) -> None:
     assert extract_arguments("Hi, I am Charlie. Drop the 'buy milk' item", todo).arguments[
         "action"
     ] not in ("add", "delete")
+
+
+def test_a_street_address_is_one_value(ablated: set[str]) -> None:
+    task = "pick me up at 12B Harbour Road, Galway, Ireland in ten minutes"
+    names = [s.text for s in find_spans(task) if s.kind == "name"]
+    assert names == ["12B Harbour Road, Galway, Ireland"]
+    ablated.add("addresses")
+    assert "12B Harbour Road, Galway, Ireland" not in [s.text for s in find_spans(task)]

@@ -32,6 +32,7 @@ TECHNIQUES = (
     "commands",
     "id_shape",
     "enum_only",
+    "addresses",
 )
 ABLATED: set[str] = set()
 """Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""

@@ -154,6 +154,9 @@ def find_spans(text: str) -> list[Span]:
         clock = _parse_time(m)
         if clock is not None:
             add(Span(m.start(), m.end(), "time", clock, m.group(0)))
+    for m in _ADDRESS.finditer(text) if ADDRESSES not in ABLATED else ():
+        address = m.group(0).rstrip(" ,.")
+        add(Span(m.start(), m.start() + len(address), "name", address, address))
     for m in _PATH.finditer(text):
         if m.group(0).startswith("/") and len(m.group(0)) < 3:
             continue  # a lone slash and a letter ("km/h" is a unit, not a path)
@@ -171,6 +174,15 @@ def find_spans(text: str) -> list[Span]:
     return _group_lists(text, found)
 
 
+ADDRESSES = "addresses"
+_ADDRESS = re.compile(
+    r"\b\d+[A-Za-z]?\s+(?:[A-Z][\w.'-]*\s+){1,4}"
+    r"(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Way|Place|Pl|Court|Ct|"
+    r"Square|Sq|Terrace|Highway|Hwy|Parkway|Pkwy)\b\.?"
+    r"(?:,\s*[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*)*)*"
+)
+"""A street address with its house number and the places after it ("2020 Addison Street,
+Berkeley, CA, USA"): one value, not a number and a list of names."""
 LABELS = "labels"
 _BARE_LABELS = frozenset({"id", "no", "nr", "no.", "nr.", "#"})
 _LABEL = re.compile(r"(?:id|no\.?|nr\.?|number|num|#)\s*(?=\S*\d)", re.IGNORECASE)
