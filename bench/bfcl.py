@@ -1,7 +1,7 @@
 """The no-model router on the Berkeley Function Calling Leaderboard (BFCL v4, single turn).
 
-Each entry's functions are registered as tools in a scratch registry (SQLite, the
-``hash`` embedder unless ``--embedder``), the router is restricted to them
+Every BFCL function is registered as a tool in a scratch registry (SQLite, the
+``hash`` embedder unless ``--embedder``), the router is restricted to the entry's
 (``Router(names=...)``) and its plan (no tool runs) is checked against the ground
 truth with BFCL's AST rules: the function name, no parameter outside the schema,
 every required one present, an omitted optional one allowed only where "" is among the
@@ -15,6 +15,12 @@ developed looking at the ``dev`` half only; ``held`` is the other. ``--ablate`` 
 each planning technique off in turn. ``--model provider:model`` measures a model's
 first turn on the same entries instead (one completion with the entry's tools offered,
 its tool calls checked the same way).
+
+``--cache DIR`` keeps each entry's offered tools (the selection step, most of a run's
+time) on disk, keyed by what they depend on: the entry's query and functions, the
+registered catalogue, the embedder and the source of every module outside
+``tooldb/agents`` and ``tooldb/cli`` (selection, registry, stores, embedders); a change to
+any of them misses the cache, and ``--no-cache`` computes everything afresh.
 
     python bench/bfcl.py [--half dev|held|all] [--ablate] [--limit N] [--model p:m]
 """
@@ -35,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tooldb
 from bfcl_check import check_calls
 from tooldb.agents.extraction import Options, Plan, plan_calls
-from tooldb.agents.extraction.assign import ABLATED, TECHNIQUES
 from tooldb.agents.extraction.plan import Offered
+from tooldb.agents.extraction.switches import ABLATED, TECHNIQUES
 from tooldb.settings import Settings
 
 DATA = Path("/work/shared/data/bfcl")
@@ -98,6 +104,46 @@ def offered_tools(registry: tooldb.Registry, entry: dict[str, Any]) -> list[Offe
     selection = registry.select(entry["query"], len(names), names=names, record=False)
     specs = [registry.get(c.name).spec for c in selection.candidates]
     return [Offered(spec.name, spec.description, spec.parameters) for spec in specs]
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha1(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def selection_source() -> str:
+    """A digest of the code selection runs (everything but the agents and the CLI)."""
+    root = Path(tooldb.__file__).resolve().parent
+    files = sorted(
+        p for p in root.rglob("*.py") if p.relative_to(root).parts[0] not in ("agents", "cli")
+    )
+    return _digest([(str(p.relative_to(root)), p.read_text()) for p in files])
+
+
+def cached_offered(
+    entries: list[dict[str, Any]], tools: dict[str, dict[str, Any]], embedder: str,
+    cache: Path | None,
+) -> dict[str, list[Offered]]:  # fmt: skip
+    """Every entry's offered tools, from ``cache`` where its key is there; the others
+    selected in a scratch registry of the whole catalogue (and stored). The whole one, so
+    that an entry is offered the same tools whatever the half, categories or limit run."""
+    catalogue = sorted(tools)
+    scope = _digest(selection_source(), embedder, [tools[fid] for fid in catalogue])
+    path = cache / f"bfcl-offered-{scope[:16]}.json" if cache else None
+    stored: dict[str, list[list[Any]]] = {}
+    if path is not None and path.exists():
+        stored = json.loads(path.read_text())
+    keys = {e["id"]: _digest(e["query"], e["function_ids"]) for e in entries}
+    todo = [e for e in entries if keys[e["id"]] not in stored]
+    if todo:
+        with tempfile_registry(embedder) as registry:
+            register(registry, tools, set(catalogue))
+            for entry in todo:
+                offered = offered_tools(registry, entry)
+                stored[keys[entry["id"]]] = [[o.name, o.description, o.parameters] for o in offered]
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(stored))
+    return {e["id"]: [Offered(*row) for row in stored[keys[e["id"]]]] for e in entries}
 
 
 def router_calls(
@@ -205,19 +251,21 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="provider:model: measure a model instead")
     parser.add_argument("--ablate", action="store_true", help="also run with each technique off")
     parser.add_argument("--show-misses", default=None, help="print misses of a category (or all)")
+    parser.add_argument("--cache", default="~/.cache/tooldb-bench",
+                        help="directory of the offered-tools cache")  # fmt: skip
+    parser.add_argument("--no-cache", action="store_true", help="select every entry afresh")
     args = parser.parse_args()
     started = time.perf_counter()
     entries = load(args.categories, args.half, args.limit)
-    with tempfile_registry(args.embedder) as registry:
-        register(registry, load_tools(), {fid for e in entries for fid in e["function_ids"]})
-        model = None
-        offered: dict[str, list[Offered]] = {}
-        if args.model:
-            from tooldb.models import load_model
+    model = None
+    offered: dict[str, list[Offered]] = {}
+    if args.model:
+        from tooldb.models import load_model
 
-            model = load_model(args.model, registry.settings)
-        else:
-            offered = {e["id"]: offered_tools(registry, e) for e in entries}
+        model = load_model(args.model, Settings())
+    else:
+        cache = None if args.no_cache else Path(args.cache).expanduser()
+        offered = cached_offered(entries, load_tools(), args.embedder, cache)
     prepared = time.perf_counter() - started
     runs = [run(args, entries, offered, Options(), args.model or "router", model)]
     if args.ablate and not args.model:
@@ -258,7 +306,7 @@ def main() -> None:
         print(f"\nplanning (extraction) per task: p50 {statistics.median(timings):.2f} ms, "
               f"p95 {p95:.2f} ms over {len(timings)} tasks")  # fmt: skip
     print(f"total {time.perf_counter() - started:.0f} s ({prepared:.0f} s registering and "
-          "selecting; 2 cores, loaded by parallel work)")  # fmt: skip
+          "selecting, or reading the cache; 2 cores, loaded by parallel work)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -298,3 +298,204 @@ def test_a_tool_sharing_one_word_with_the_task_needs_an_argument_with_evidence()
     # a word of the tool's name in the task: order alone is enough
     named = plan_calls("is Rome warm, weather wise?", [forecast])
     assert [c.arguments for c in named.calls] == [{"city": "Rome"}]
+
+
+@pytest.fixture
+def ablated() -> Any:
+    """Switch techniques off for one test (as bench/bfcl.py --ablate does), then on again."""
+    from tooldb.agents.extraction.switches import ABLATED
+
+    yield ABLATED
+    ABLATED.clear()
+
+
+def test_each_ordinal_of_an_enumeration_in_one_sentence_is_a_call(ablated: set[str]) -> None:
+    task = ("the total area of three pools: the first has a radius of 4m, the second has a "
+            "radius of 6m, and the third has a radius of 9m")  # fmt: skip
+    assert [c.arguments for c in plan_calls(task, [AREA]).calls] == [
+        {"radius": 4}, {"radius": 6}, {"radius": 9}
+    ]  # fmt: skip
+    ablated.add("ordinals")
+    assert len(plan_calls(task, [AREA]).calls) < 3
+
+
+def test_a_list_of_three_or_more_is_never_cut_at_its_and(ablated: set[str]) -> None:
+    from tooldb.agents.extraction.segments import split_parts
+
+    task = "the weather in Oslo, Bergen, Tromso and Bodo, if I want the wind in it"
+    assert split_parts(task) == [task]
+    # two like values are no such list: "USD to AUD and USD to CAD" is two pairs
+    assert split_parts("the rates of USD to AUD and USD to CAD") == [
+        "the rates of USD to AUD", "USD to CAD"
+    ]  # fmt: skip
+    ablated.add("whole_lists")
+    assert split_parts(task) == [
+        "the weather in Oslo, Bergen, Tromso",
+        "Bodo, if I want the wind in it",
+    ]
+
+
+def test_a_text_parameter_named_in_the_task_takes_the_rest_of_the_sentence(
+    ablated: set[str],
+) -> None:
+    note = schema(["kind", "message"], kind={"type": "string", "enum": ["add", "delete"]},
+                  message={"type": "string", "description": "What the note says."})  # fmt: skip
+    task = "add a note with message pick up the kids at 5 pm"
+    assert args(task, note) == {"kind": "add", "message": "pick up the kids at 5 pm"}
+    colon = "add a note saying exactly this: water the plants on the balcony"
+    assert args(colon, note)["message"] == "water the plants on the balcony"
+    ablated.add("text_tail")
+    assert args(task, note)["message"] == "pick up the kids"
+    assert args(colon, note).get("message") != "water the plants on the balcony"
+
+
+def test_a_month_or_weekday_is_never_a_place(ablated: set[str]) -> None:
+    task = "I fly to Lisbon in December: what will the weather be?"
+    assert [c.arguments for c in plan_calls(task, [WEATHER]).calls] == [{"city": "Lisbon"}]
+    ablated.add("calendar")
+    assert [c.arguments for c in plan_calls(task, [WEATHER]).calls] == [{"city": "December"}]
+
+
+def test_a_place_looks_like_one(ablated: set[str]) -> None:
+    city = schema(city={"type": "string", "description": "The city to get the weather for."})
+    # an identifier or a bare domain is no city, even when it is the only value there is
+    for task in ("the weather, using the key 'api_key_2'", "the weather for 'example.org'"):
+        assert extract_arguments(task, city).missing == ["city"]
+    # a lower-case phrase is no place name: "weather data" names no city
+    assert extract_arguments("fetch the weather data", city).missing == ["city"]
+    ablated.update({"place_shape", "place_case"})
+    assert args("the weather, using the key 'api_key_2'", city) == {"city": "api_key_2"}
+    assert args("fetch the weather data", city) == {"city": "data"}
+
+
+def test_a_comma_before_another_question_starts_a_part(ablated: set[str]) -> None:
+    from tooldb.agents.extraction.segments import split_parts
+
+    task = "What is the capital of Peru, what is the population of Chile?"
+    assert split_parts(task) == ["What is the capital of Peru", "what is the population of Chile?"]
+    # after a condition or a setting the question is the same part
+    same = "If you roll 3 dice, what is the chance of a six?"
+    assert split_parts(same) == [same]
+    ablated.add("questions")
+    assert split_parts(task) == [task]
+
+
+def test_relative_dates_count_from_the_day_the_task_says_today_is(ablated: set[str]) -> None:
+    task = "the forecast for Oslo next Friday? Today is Monday, March 4th 2024"
+    dates = [s.value for s in find_spans(task) if s.kind == "date"]
+    assert dates == ["2024-03-08"]  # the anchor is context, not a second date
+    ablated.add("anchored")
+    assert len([s for s in find_spans(task) if s.kind == "date"]) > 1
+
+
+def test_a_label_before_an_identifier_is_no_part_of_it(ablated: set[str]) -> None:
+    spec = schema(["user_id"], user_id={"type": "string", "description": "The user's id."})
+    assert args("list the orders of the user with ID U123456", spec) == {"user_id": "U123456"}
+    bot = schema(["bot_id", "version"], bot_id=STR, version=STR)
+    assert args("the exports of the bot with ID 'B12345' for version 'v1'", bot) == {
+        "bot_id": "B12345", "version": "v1"
+    }  # fmt: skip
+    ablated.add("labels")
+    assert args("the exports of the bot with ID 'B12345' for version 'v1'", bot)["bot_id"] == "ID"
+    assert args("list the orders of the user with ID U123456", spec) == {"user_id": "ID U123456"}
+
+
+def test_enum_values_written_as_a_list_are_one_call_each(ablated: set[str]) -> None:
+    quotes = Offered(
+        "stock_quote",
+        "A stock's price.",
+        schema(
+            ["company", "field"],
+            company=STR,
+            field={"type": "string", "enum": ["open", "close", "high", "low"]},
+        ),
+    )
+    task = "the 'open' and 'close' stock price of Nvidia"
+    wanted = [{"company": "Nvidia", "field": "open"}, {"company": "Nvidia", "field": "close"}]
+    assert [c.arguments for c in plan_calls(task, [quotes]).calls] == wanted
+    ablated.add("choice_lists")
+    assert [c.arguments for c in plan_calls(task, [quotes]).calls] != wanted
+
+
+def test_groups_of_numbers_are_one_call_each(ablated: set[str]) -> None:
+    gcd = Offered("gcd", "Greatest common divisor.", schema(a=INT, b=INT))
+    wanted = [{"a": 45, "b": 60}, {"a": 81, "b": 27}]
+    for task in ("the gcd of the pairs (45, 60) and (81, 27)", "the gcd of 45 and 60, 81 and 27"):
+        assert [c.arguments for c in plan_calls(task, [gcd]).calls] == wanted
+    # two pairs apart in the sentence are no groups: "multiples of 3 and 5 between 1 and 100"
+    assert len(plan_calls("the gcd of 3 and 5 between 1 and 100", [gcd]).calls) != 2
+    ablated.add("tuples")
+    assert [
+        c.arguments for c in plan_calls("the gcd of the pairs (45, 60) and (81, 27)", [gcd]).calls
+    ] != wanted
+
+
+def test_a_role_written_after_a_name_ties_it(ablated: set[str]) -> None:
+    films = schema(["genre"], genre=STR, director=STR, cast=STR)
+    task = "find a comedy with Tom Hanks in the cast and Nora Ephron as the director"
+    found = extract_arguments(task, films)
+    assert found.arguments["cast"] == "Tom Hanks" and found.arguments["director"] == "Nora Ephron"
+    assert "as the director" in found.notes["director"]
+    # the parameter's head noun right after a text value: "the Noir genre"
+    assert extract_arguments("a Noir genre film with Tom Hanks", films).notes["genre"] == (
+        "'Noir' genre"
+    )
+    ablated.add("roles")
+    found = extract_arguments(task, films)
+    assert "cast" not in found.strong and "director" not in found.strong
+
+
+def test_an_introduction_is_no_call_of_its_own(ablated: set[str]) -> None:
+    from tooldb.agents.extraction.plan import _without_intro
+
+    drop = Offered("final_speed", "Final speed of a dropped object.",
+                   schema(initial_velocity=INT, height=INT))  # fmt: skip
+    # "Two objects were dropped. The first … 0 m/s … 10 meters. The second … 5 m/s … 20 meters."
+    calls: list[tuple[dict[str, Any], dict[str, str]]] = [
+        ({"initial_velocity": 2}, {}),
+        ({"initial_velocity": 0, "height": 10}, {}),
+        ({"initial_velocity": 5, "height": 20}, {}),
+    ]
+    assert _without_intro(calls, drop) == calls[1:]
+    assert _without_intro(calls[:2], drop) == calls[:2]  # one call left would be no list
+    ablated.add("intros")
+    assert _without_intro(calls, drop) == calls
+
+
+def test_a_command_parameter_takes_the_command_the_task_says_to_use(ablated: set[str]) -> None:
+    shell = schema(["command"], command={"type": "string", "description": "What to run."})
+    assert args("show the disk usage using df -h", shell) == {"command": "df -h"}
+    assert args("list the files using the ls -la command", shell) == {"command": "ls -la"}
+    assert args("run uptime to see the load", shell) == {"command": "uptime"}
+    ablated.add("commands")
+    assert args("show the disk usage using df -h", shell).get("command") != "df -h"
+
+
+def test_an_id_by_order_looks_like_one(ablated: set[str]) -> None:
+    event = schema(["event_id"], event_id={"type": "string", "description": "The event's id."})
+    assert extract_arguments("Get the event shoes!", event).missing == ["event_id"]
+    assert args("Get the event ev_2024", event) == {"event_id": "ev_2024"}
+    ablated.add("id_shape")
+    assert extract_arguments("Get the event shoes!", event).missing == []
+
+
+def test_an_enum_parameter_takes_only_its_values(ablated: set[str]) -> None:
+    todo = schema(
+        ["action", "item"],
+        action={"type": "string", "enum": ["add", "delete"]},
+        item={"type": "string", "description": "The todo item."},
+    )
+    found = extract_arguments("Hi, I am Charlie. Drop the 'buy milk' item", todo)
+    assert "action" in found.missing and found.arguments.get("action") is None
+    ablated.add("enum_only")
+    assert extract_arguments("Hi, I am Charlie. Drop the 'buy milk' item", todo).arguments[
+        "action"
+    ] not in ("add", "delete")
+
+
+def test_a_street_address_is_one_value(ablated: set[str]) -> None:
+    task = "pick me up at 12B Harbour Road, Galway, Ireland in ten minutes"
+    names = [s.text for s in find_spans(task) if s.kind == "name"]
+    assert names == ["12B Harbour Road, Galway, Ireland"]
+    ablated.add("addresses")
+    assert "12B Harbour Road, Galway, Ireland" not in [s.text for s in find_spans(task)]

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .choices import choice_of, listed_choices
+from .switches import ABLATED
 from .text import (
     END_WORDS,
     START_WORDS,
@@ -28,26 +30,9 @@ from .text import (
     stem,
     words,
 )
-from .values import Span, find_spans
+from .values import Span, find_spans, unlabelled
 
 STRONG = 4.0
-TECHNIQUES = (
-    "choices",
-    "names",
-    "units",
-    "relations",
-    "kinds",
-    "lists",
-    "order",
-    "phrases",
-    "flags",
-    "restated",
-    "places",
-    "weak_fit",
-    "makers",
-)
-ABLATED: set[str] = set()
-"""Techniques switched off, for the ablation in bench/bfcl.py only (all on in normal use)."""
 NUMBERS = frozenset({"number", "word number"})
 _LINK = re.compile(
     r"[^\w,]*(?:(?:is|are|of|=|:|to|as|was|equals?|equal to|set to|being|with|a|an|the|about|"
@@ -84,6 +69,7 @@ class Extraction:
     missing: list[str] = field(default_factory=list)
     spans: dict[str, Span] = field(default_factory=dict)
     strong: set[str] = field(default_factory=set)  # named, unit, relation, enum: not by order
+    alternatives: dict[str, list[Any]] = field(default_factory=dict)  # "rock and jazz"
 
 
 def extract_arguments(
@@ -109,9 +95,19 @@ def extract_arguments(
 
     # 1. choices: enum values and the options a description quotes
     for param in params if "choices" not in ABLATED else ():
-        choice = _choice(task, lowered, param, free)
+        choice = choice_of(task, lowered, param, free)
         if choice is not None:
             take(param, choice[0], choice[1], choice[2])
+            out.strong.add(param.name)
+            alternatives = listed_choices(task, param, choice[1])
+            if alternatives:
+                out.alternatives[param.name] = [option for option, _ in alternatives]
+                used.extend(span for _, span in alternatives)
+    # 1b. a command parameter: the command the task says to use ("using docker ps")
+    for param in params if COMMANDS not in ABLATED else ():
+        command = _command(task, param) if param.name not in out.arguments else None
+        if command is not None:
+            take(param, command.value, command, f"the command after {command.unit!r}")
             out.strong.add(param.name)
     # 2. strong evidence, best first
     pairs: list[tuple[float, int, int, Param, Span, Any, str]] = []
@@ -163,6 +159,10 @@ def extract_arguments(
         if not param.required or param.name in out.arguments or param.kind not in {"string", "any"}:
             continue
         phrase = _cue_phrase(task, param, topic_stems, free)
+        if phrase is not None and not (_place_phrase(param, phrase) and _id_fits(param, phrase)):
+            phrase = None
+        if phrase is None or task[phrase.end :].lstrip(" '\"").startswith(":"):
+            phrase = _after_colon(task, param) or phrase  # "a note saying this: …"
         if phrase is not None:
             take(param, phrase.value, phrase, f"the phrase after {phrase.unit!r}")
         elif param.says(*_TEXT_CUES) and sole and _whole_text_fits(param):
@@ -231,51 +231,20 @@ def _flag(task: str, param: Param) -> tuple[bool, str] | None:
     return True, f"the task asks for {' '.join(wanted)!r}"
 
 
-def _choice(task: str, lowered: str, param: Param, free: Any) -> tuple[Any, Span, str] | None:
-    """The enum value (or description-quoted option) the task writes, first in the text."""
-    options = list(param.enum) if param.enum is not None else []
-    quoted = not options and param.kind == "string"
-    if quoted:
-        options = list(param.options)
-    hits: list[tuple[int, int, Any]] = []
-    for option in options:
-        if isinstance(option, bool) or not isinstance(option, str | int | float):
-            continue
-        text = str(option)
-        if not text.strip():
-            continue
-        forms = {text, text.replace("_", " "), text.replace("-", " ")}
-        for form in forms:
-            for m in re.finditer(rf"(?<!\w){re.escape(form)}(?!\w)", task, re.IGNORECASE):
-                hits.append((m.start(), m.end(), option))
-        if not hits and isinstance(option, str) and len(option) > 4 and " " not in option:
-            for m in re.finditer(r"\b\w+\b", task):
-                if len(m.group(0)) > 4 and stem(m.group(0)) == stem(option):
-                    hits.append((m.start(), m.end(), option))
-    hits = [h for h in hits if free(Span(h[0], h[1], "choice", h[2], ""))]
-    if hits:
-        start, end, option = min(  # earliest, longest, then the one written in its case
-            hits, key=lambda h: (h[0], -(h[1] - h[0]), task[h[0] : h[1]] != str(h[2]))
-        )
-        where = "enum value" if not quoted else "option the description lists"
-        return (
-            option,
-            Span(start, end, "choice", option, task[start:end]),
-            f"{where} {task[start:end]!r}",
-        )
-    if options and all(isinstance(o, str) and 0 < len(o) <= 3 for o in options):
-        for m in re.finditer(r"(?<!\w)([A-Z][a-z]{3,})", task):
-            if m.start() == 0 or not free(Span(m.start(), m.end(), "choice", None, "")):
-                continue
-            for option in options:
-                if m.group(1).lower().startswith(option.lower()):
-                    span = Span(m.start(), m.end(), "choice", option, m.group(1))
-                    return option, span, f"{m.group(1)!r} abbreviates the enum value {option!r}"
-    return None
-
-
 def _convert(param: Param, span: Span) -> Any:
-    """``span``'s value as ``param`` wants it, or None when it does not fit the type."""
+    """``span``'s value as ``param`` wants it, or None when it does not fit the type (or
+    is none of the parameter's enum values)."""
+    value = _typed(param, span)
+    if value is None or not param.enum or ENUM_ONLY in ABLATED:
+        return value
+    return next((o for o in param.enum if str(o).lower() == str(value).lower()), None)
+
+
+ENUM_ONLY = "enum_only"
+
+
+def _typed(param: Param, span: Span) -> Any:
+    """``span``'s value as ``param``'s type wants it, or None."""
     kind = param.kind
     if span.kind == "choice":
         return None
@@ -344,6 +313,9 @@ def _evidence(task: str, param: Param, span: Span) -> tuple[float, str]:
     named = _named_before(before, param) if "names" not in ABLATED else ""
     if named:
         return 10.0, f"named: {named}{task[span.start : span.end]!r}"
+    role = _role_after(task[span.end : span.end + 40], param, span.kind not in NUMBERS)
+    if role:
+        return 9.0, f"{span.text!r} {role}"
     for kind, cues in _KIND_CUES if "kinds" not in ABLATED else ():
         if span.kind == kind and param.says(*cues):
             return 7.0, f"{kind} {span.text!r}"
@@ -364,6 +336,7 @@ def _evidence(task: str, param: Param, span: Span) -> tuple[float, str]:
         span.kind == "name"
         and param.says(*_PLACE_CUES)
         and re.search(r"\b(?:in|at|near|around|of|for)\s*$", before, re.I)
+        and not _calendar(span)
     ):
         return 4.5, f"place {span.text!r} after {before.split()[-1]!r}"
     if (
@@ -379,6 +352,30 @@ def _evidence(task: str, param: Param, span: Span) -> tuple[float, str]:
     if span.kind == "quoted":
         return 2.0, f"quoted {span.text!r}"
     return 1.0, f"{span.kind} {span.text!r}"
+
+
+ROLES = "roles"
+_ROLE = re.compile(r"\s*,?\s*(?:as|in|for)\s+(?:the|a|an|my|its|his|her|their)\s+(\w+)", re.I)
+
+
+def _role_after(after: str, param: Param, text: bool) -> str:
+    """The parameter's name as the role written after a name ("David Leitch as the
+    director", "Alex King in the cast"), or right after a text value ("the Comic
+    genre", "a 'Plus' type")."""
+    if ROLES in ABLATED:
+        return ""
+    m = _ROLE.match(after)
+    named = {stem(w) for w in param.name_words if len(w) > 2}
+    if m is not None and stem(m.group(1)) in named:
+        return m.group(0).strip(" ,")
+    m = _NAME_AFTER.match(after) if text else None  # the name's head noun: "genre", "type"
+    head = param.name_words[-1].lower() if param.name_words else ""
+    if m is None or head in STOPWORDS or len(head) < 3 or stem(m.group(1)) != stem(head):
+        return ""
+    return m.group(0).strip(" ,'\"")
+
+
+_NAME_AFTER = re.compile(r"['\"]?\s+(\w+)")
 
 
 def _named_before(before: str, param: Param) -> str:
@@ -429,8 +426,63 @@ def _plain_fit(param: Param, span: Span) -> bool:
         return param.says("date", "day", "time", "when", "start", "end", "hour") or (
             "YYYY" in param.description or "HH" in param.description
         )
+    if param.says(*_PLACE_CUES) and (_calendar(span) or not _placelike(span)):
+        return False
+    if not _id_fits(param, span):
+        return False
     return span.kind in {"name", "quoted", "date", "time", "email", "url", "path", "identifier",
                          "expression"}  # fmt: skip
+
+
+PLACE_SHAPE = "place_shape"
+_NO_PLACE = re.compile(r".?|.*_.*|[\w-]+(?:\.[\w-]+)*\.[a-z]{2,6}|[^A-Za-z]*", re.DOTALL)
+
+
+def _placelike(span: Span) -> bool:
+    """Whether a value could be a place: not one letter, no identifier ("api_key_2"),
+    no bare domain ("downloads.com"), some letters."""
+    return PLACE_SHAPE in ABLATED or not _NO_PLACE.fullmatch(str(span.value))
+
+
+def _place_phrase(param: Param, phrase: Span) -> bool:
+    """Whether a phrase may fill a place parameter: place names are written capitalised
+    ("weather data" gives no place, "weather in Oslo" does)."""
+    if "place_case" in ABLATED or not param.says(*_PLACE_CUES):
+        return True
+    return phrase.text[:1].isupper() or phrase.text[:1].isdigit()
+
+
+ID_SHAPE = "id_shape"
+
+
+def _id_fits(param: Param, span: Span) -> bool:
+    """Whether a value taken by order or after a cue word may be an identifier: for a
+    parameter named "… id", a word of plain prose ("shoes", "did not provide a query") is
+    none; an id has a digit, a separator or capitals inside ("U123", "main_db", "eMan")."""
+    if ID_SHAPE in ABLATED or not param.name_words or param.name_words[-1].lower() != "id":
+        return True
+    if span.kind not in {"name", "phrase"}:
+        return True
+    text = str(span.value)
+    return bool(re.search(r"\d|[_./@:-]|\w[A-Z]", text))
+
+
+CALENDAR = "calendar"
+_CALENDAR_WORD = re.compile(
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|monday|tuesday|wednesday|thursday|friday|saturday|sunday)",
+    re.IGNORECASE,
+)
+
+
+def _calendar(span: Span) -> bool:
+    """Whether a name is a month or a weekday, which is never a place ("New York in
+    December")."""
+    return (
+        CALENDAR not in ABLATED
+        and span.kind == "name"
+        and bool(_CALENDAR_WORD.fullmatch(span.text))
+    )
 
 
 def _list_value(
@@ -457,6 +509,59 @@ def _list_value(
     return None
 
 
+COMMANDS = "commands"
+_COMMAND = re.compile(
+    r"\b(using|use|run|execute)\s+(?:the\s+)?(?:(?:command|instruction)\s+(?:called\s+|named\s+)?)?"
+    r"(?!the\b|a\b|an\b|my\b|your\b|it\b|this\b)(\S.*?)"
+    r"(?:\s+(?:command|instruction))?(?:\s+to\s+\w.*)?\s*[.?!]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def _command(task: str, param: Param) -> Span | None:
+    """For a parameter that takes a shell command, the words after "using"/"use"/"run"
+    to the end of the sentence ("check the version using docker --version", "use docker ps
+    to find out"), "the echo %date% command" without "command"."""
+    names = {w.lower() for w in param.name_words}
+    if param.kind not in {"string", "any"} or not names & {"command", "cmd", "instruction"}:
+        return None
+    m = _COMMAND.search(task)
+    if m is None:
+        return None
+    value = m.group(2).strip()
+    return Span(m.start(2), m.start(2) + len(value), "phrase", value, value, unit=m.group(1))
+
+
+TEXT_TAIL = "text_tail"
+_SENTENCE_END = re.compile(r"[.?!;]\s|[.?!;]?$|\n")
+_AFTER_COLON = re.compile(r":\s*([^:\n]*\w[^:\n]*?)[\s.?!]*$")
+
+
+def _text_named(param: Param, word: str) -> bool:
+    """Whether ``word`` is part of the name of a parameter that asks for free text: its
+    value then runs to the end of the sentence ("add todo with content go to sleep at
+    9 pm"), prepositions and all."""
+    named = {stem(w) for w in param.name_words}
+    return TEXT_TAIL not in ABLATED and stem(word) in named and _asks_text(param)
+
+
+def _asks_text(param: Param) -> bool:
+    """Whether the parameter's own name asks for free text ("content", "message")."""
+    return bool({stem(w) for w in param.name_words} & {stem(c) for c in _TEXT_CUES})
+
+
+def _after_colon(task: str, param: Param) -> Span | None:
+    """The words after the task's last colon, for a parameter that asks for text ("create
+    a todo with these words: go shopping at 9 pm")."""
+    m = _AFTER_COLON.search(task)
+    if TEXT_TAIL in ABLATED or not _asks_text(param) or m is None:
+        return None
+    value = m.group(1).strip().strip("'\"")
+    if len(value.split()) < 2:
+        return None
+    return Span(m.start(1), m.end(1), "phrase", value, value, unit=":")
+
+
 def _cue_phrase(task: str, param: Param, topic: set[str], free: Any) -> Span | None:
     """The words after the parameter's cue word ("the company Google", "genre: jazz"),
     up to the next preposition or punctuation; topic words alone are no value."""
@@ -466,16 +571,18 @@ def _cue_phrase(task: str, param: Param, topic: set[str], free: Any) -> Span | N
         rest = task[m.end() :]
         lead = re.match(r"\s*(?:(?:of|is|are|=|:|named|called|for|about|on|the|a|an|as)\s+)*", rest)
         offset = m.end() + (lead.end() if lead else 0)
-        stop = _PHRASE_STOP.search(task, offset)
+        tail = _text_named(param, m.group(0))
+        stop = (_SENTENCE_END if tail else _PHRASE_STOP).search(task, offset)
         end = stop.start() if stop else len(task)
         phrase = task[offset:end].strip()
-        chunk = phrase.split()[:5]
+        chunk = phrase.split()[: None if tail else 5]
         if not chunk or all(w.lower() in STOPWORDS for w in chunk):
             continue
         if content_stems(" ".join(chunk)) <= topic | param.cue_stems:
             continue
         value = " ".join(chunk).strip("'\"")
         span = Span(offset, offset + len(" ".join(chunk)), "phrase", value, value, unit=m.group(0))
+        span = unlabelled(span)
         if free(span):
             return span
     return None

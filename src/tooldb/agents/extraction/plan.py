@@ -7,18 +7,23 @@
    $2000 in Google and withdraw $1000 from Apple”), otherwise the parts stay one.
 3. Several calls of one tool: a scalar parameter whose value is one of a list
    ("circles with radius 3, 5 and 7") becomes one call per item; lists of the same
-   length for several parameters are zipped ("Japan and India … 10 and 20 years").
+   length for several parameters are zipped ("Japan and India … 10 and 20 years"); enum
+   values written as a list and groups of numbers ("(45, 60) and (81, 27)") are one call
+   each; a leading call that lacks what the next has is an introduction, dropped.
 4. Missing required arguments: nothing is called; the plan names the tool it would use
    and what is missing. Arguments the caller supplies fill or override extracted ones.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .assign import ABLATED, Extraction, _convert, extract_arguments
+from .assign import Extraction, _convert, extract_arguments
 from .segments import fit_score, repeated_calls, sections, split_parts
+from .switches import ABLATED
 from .text import content_stems, params_of
 from .values import Span, find_spans
 
@@ -171,10 +176,65 @@ def _calls_for(
     if missing:
         return [PlannedCall(tool.name, arguments, why)], missing
     if opts.several_calls and not supplied:
-        expanded = _expand(found, spans, tool)
-        if expanded:
+        tuples = _tuples(task, tool, found)
+        if tuples:
+            return tuples, []
+        expanded = _expand(found, spans, tool) or [PlannedCall(tool.name, arguments, why)]
+        expanded = _alternatives(found, expanded)
+        if len(expanded) > 1:
             return expanded, []
     return [PlannedCall(tool.name, arguments, why)], []
+
+
+TUPLES = "tuples"
+_NUM = r"-?\d+(?:\.\d+)?"
+_TUPLE = re.compile(rf"\(\s*{_NUM}(?:\s*,\s*{_NUM})+\s*\)|\b{_NUM}\s+and\s+{_NUM}\b")
+
+
+def _tuples(task: str, tool: Offered, found: Extraction) -> list[PlannedCall]:
+    """One call per group of numbers when the task writes two or more groups as long as
+    the tool has required numeric parameters ("the pairs (45, 60) and (81, 27)", "sides 3
+    and 4, 5 and 12"); each group fills those parameters in order."""
+    if TUPLES in ABLATED:
+        return []
+    numeric = [p for p in params_of(tool.parameters)
+               if p.required and p.kind in {"integer", "number"}]  # fmt: skip
+    matches = list(_TUPLE.finditer(task))
+    joined = all(  # the groups follow each other: "3 and 4, 5 and 12", not "… of 3 and 5 between"
+        re.fullmatch(r"\s*(?:,|;|and|,\s*and)\s*", task[a.end() : b.start()])
+        for a, b in itertools.pairwise(matches)
+    )
+    groups = [re.findall(_NUM, m.group(0)) for m in matches] if joined else []
+    if len(groups) < 2 or len(numeric) < 2 or any(len(g) != len(numeric) for g in groups):
+        return []
+    calls = []
+    for index, group in enumerate(groups):
+        arguments, why = dict(found.arguments), dict(found.notes)
+        for param, text in zip(numeric, group, strict=True):
+            if "." in text and param.kind == "integer":
+                return []
+            arguments[param.name] = float(text) if "." in text else int(text)
+            why[param.name] = f"number {text} of group {index + 1} ({', '.join(group)})"
+        calls.append(PlannedCall(tool.name, arguments, why))
+    return calls
+
+
+def _alternatives(found: Extraction, calls: list[PlannedCall]) -> list[PlannedCall]:
+    """Each call once per enum value of a list the task writes ("rock and jazz")."""
+    for name, options in found.alternatives.items():
+        calls = [
+            PlannedCall(
+                call.tool,
+                {**call.arguments, name: option},
+                {
+                    **call.why,
+                    name: f"value {index + 1} of the listed {', '.join(map(str, options))}",
+                },
+            )
+            for call in calls
+            for index, option in enumerate(options)
+        ]
+    return calls
 
 
 def _expand(found: Extraction, spans: list[Span], tool: Offered) -> list[PlannedCall]:
@@ -221,6 +281,26 @@ def _span_of(task: str, texts: list[str]) -> str:
     return task[start : end + len(texts[-1])]
 
 
+INTROS = "intros"
+
+
+def _without_intro(
+    calls: list[tuple[dict[str, Any], dict[str, str]]], tool: Offered
+) -> list[tuple[dict[str, Any], dict[str, str]]]:
+    """The calls without the leading ones that lack a required value the next one has:
+    an introduction ("the return on equity for two companies? The first has …") is
+    no call of its own."""
+    required = [p.name for p in params_of(tool.parameters) if p.required]
+    while (
+        INTROS not in ABLATED
+        and len(calls) > 2
+        and any(r not in calls[0][0] for r in required)
+        and all(r in calls[1][0] for r in required)
+    ):
+        calls = calls[1:]
+    return calls
+
+
 def _sectioned(
     task: str, tools: list[Offered], chosen: Offered, opts: Options
 ) -> list[PlannedCall]:
@@ -234,7 +314,7 @@ def _sectioned(
         text = _span_of(task, texts)
         repeated = repeated_calls(texts, tool, text) if opts.several_calls else []
         if repeated:
-            for arguments, why in repeated:
+            for arguments, why in _without_intro(repeated, tool):
                 found = extract_arguments(text, tool.parameters)
                 if any(m not in arguments for m in found.missing):
                     return []

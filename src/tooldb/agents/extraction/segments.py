@@ -1,7 +1,9 @@
 """Tasks that ask for several calls: the parts of a sentence and what each asks.
 
-A task is cut at sentence ends, semicolons and "and then"/"also"/"as well as"/"another",
-and at a plain "and" when at least three words follow (so "36 and 24" stays whole).
+A task is cut at sentence ends, semicolons and "and then"/"also"/"as well as", at a
+plain "and" when at least three words follow (so "36 and 24" stays whole) unless it
+joins a list of three or more like values, at a comma before an ordinal ("…, the second
+circle …") and at a comma between two questions.
 Consecutive parts whose best-fitting tool is the same form a section. Within a
 section, a part that gives a parameter a value different from the one the call being
 built already has starts a new call ("radius of 5 meters and the other with a radius
@@ -14,8 +16,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .assign import ABLATED, extract_arguments
+from .assign import extract_arguments
+from .switches import ABLATED
 from .text import content_stems, params_of, stem, words
+from .values import find_spans
 
 RESTATE = "restated"
 
@@ -26,8 +30,73 @@ _CUT = re.compile(
 )
 
 
+WHOLE_LISTS = "whole_lists"
+
+
+def _cut(task: str) -> list[str]:
+    """The task cut at ``_CUT``, except inside a list of three or more like values ("New
+    York, Los Angeles, London and Tokyo, if …" keeps its last item; "USD to AUD and USD to
+    CAD" is two pairs, cut)."""
+    cuts = list(_CUT.finditer(task))
+    if WHOLE_LISTS not in ABLATED:
+        listed = [s for s in find_spans(task) if s.group >= 0]
+        grouped = [s.group for s in listed]
+        spans = [s for s in listed if grouped.count(s.group) > 2]
+        ends = {s.end: s.group for s in spans}
+        starts = {s.start: s.group for s in spans}
+        cuts = [
+            m for m in cuts
+            if not (m.start() in ends and ends[m.start()] == starts.get(m.end(), -2))
+            or task[m.start() : m.end()].strip(" ,").lower() != "and"
+        ]  # fmt: skip
+    out, start = [], 0
+    for m in cuts:
+        out.append(task[start : m.start()])
+        start = m.end()
+    return [*out, task[start:]]
+
+
+ORDINALS = "ordinals"
+_ORDINAL_CUT = re.compile(
+    r"\s*,\s*(?:and\s+)?(?=(?:(?:for|in|with|to|on|at)\s+)?(?:the|a|my|his|her|their)\s+"
+    r"(?:second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|next|other|last|final)\b)",
+    re.IGNORECASE,
+)
+"""A comma before "the second …", "for the third …", "and the other …": each ordinal
+introduces the next item of an enumeration written in one sentence ("the first circle
+has a radius of 5m, the second circle has a radius of 10m, …")."""
+
+
 def split_parts(task: str) -> list[str]:
-    return [p.strip() for p in _CUT.split(task) if p and p.strip(" ,.;")]
+    parts = [p.strip() for p in _cut(task) if p and p.strip(" ,.;")]
+    if QUESTIONS not in ABLATED:
+        parts = [q.strip() for p in parts for q in _questions(p) if q.strip(" ,.;")]
+    if ORDINALS in ABLATED:
+        return parts
+    return [q.strip() for p in parts for q in _ORDINAL_CUT.split(p) if q.strip(" ,.;")]
+
+
+QUESTIONS = "questions"
+_QUESTION_CUT = re.compile(
+    r"\s*,\s*(?:and\s+)?(?=(?:what|how|which|who|where|when)(?:'s)?\s+(?:is|are|was|were|does|do|did|will|would|can|about|many|much)\b)",
+    re.IGNORECASE,
+)
+"""A comma before a new question starts a part of its own when the words before it are
+a question too ("what is the capital of Australia, what is the population of Canada,
+and what is …"); after a condition or a setting ("if you play 20 times, what is …", "in
+a series of 10 shots, what is …") the question is the same part."""
+_QUESTION = re.compile(r"\W*(?:\w+,?\s+)?(?:what|how|which|who|where|when)\b", re.I)
+
+
+def _questions(part: str) -> list[str]:
+    out = _QUESTION_CUT.split(part)
+    merged = [out[0]]
+    for piece in out[1:]:
+        if _QUESTION.match(merged[-1]):
+            merged.append(piece)
+        else:
+            merged[-1] = f"{merged[-1]}, {piece}"
+    return merged
 
 
 def fit_score(task_stems: set[str], name: str, description: str) -> float:

@@ -18,6 +18,7 @@ try:  # the `router` extra: number words and dates in words (digits and ISO date
 except ImportError:  # pragma: no cover - exercised only without the extra
     w2n = None
 
+from .switches import ABLATED
 from .text import STOPWORDS
 
 
@@ -142,14 +143,20 @@ def find_spans(text: str) -> list[Span]:
         add(Span(m.start(), m.end(), "email", m.group(0), m.group(0)))
     for m in _URL.finditer(text):
         add(Span(m.start(), m.end(), "url", m.group(0), m.group(0)))
+    anchor = _anchor(text)
+    if anchor is not None:  # "today is Monday April 25th 2023": what relative dates count from
+        add(Span(anchor[0], anchor[1], "anchor", anchor[2], text[anchor[0] : anchor[1]]))
     for m in _DATE.finditer(text):
-        day = _parse_date(m.group(0))
+        day = _parse_date(m.group(0), anchor[3] if anchor else None)
         if day is not None:
             add(Span(m.start(), m.end(), "date", day, m.group(0)))
     for m in _TIME.finditer(text):
         clock = _parse_time(m)
         if clock is not None:
             add(Span(m.start(), m.end(), "time", clock, m.group(0)))
+    for m in _ADDRESS.finditer(text) if ADDRESSES not in ABLATED else ():
+        address = m.group(0).rstrip(" ,.")
+        add(Span(m.start(), m.start() + len(address), "name", address, address))
     for m in _PATH.finditer(text):
         if m.group(0).startswith("/") and len(m.group(0)) < 3:
             continue  # a lone slash and a letter ("km/h" is a unit, not a path)
@@ -161,9 +168,54 @@ def find_spans(text: str) -> list[Span]:
     for m in _IDENTIFIER.finditer(text):
         add(Span(m.start(), m.end(), "identifier", m.group(0), m.group(0)))
     for span in _names(text):
-        add(span)
-    found.sort(key=lambda s: s.start)
+        if LABELS in ABLATED or span.text.lower() not in _BARE_LABELS:  # "bot with ID 'B12'"
+            add(unlabelled(span))
+    found = sorted((s for s in found if s.kind != "anchor"), key=lambda s: s.start)
     return _group_lists(text, found)
+
+
+ADDRESSES = "addresses"
+_ADDRESS = re.compile(
+    r"\b\d+[A-Za-z]?\s+(?:[A-Z][\w.'-]*\s+){1,4}"
+    r"(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Way|Place|Pl|Court|Ct|"
+    r"Square|Sq|Terrace|Highway|Hwy|Parkway|Pkwy)\b\.?"
+    r"(?:,\s*[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*)*)*"
+)
+"""A street address with its house number and the places after it ("2020 Addison Street,
+Berkeley, CA, USA"): one value, not a number and a list of names."""
+LABELS = "labels"
+_BARE_LABELS = frozenset({"id", "no", "nr", "no.", "nr.", "#"})
+_LABEL = re.compile(r"(?:id|no\.?|nr\.?|number|num|#)\s*(?=\S*\d)", re.IGNORECASE)
+
+
+def unlabelled(span: Span) -> Span:
+    """``span`` without a label before an identifier ("ID U123456", "No 28473", "number
+    456123": the value is what follows the label)."""
+    m = _LABEL.match(span.text)
+    rest = span.text[m.end() :] if m else ""
+    if LABELS in ABLATED or not m or not rest or " " in rest.strip():
+        return span
+    start = span.start + m.end()
+    return Span(start, span.end, span.kind, rest, rest, span.unit, span.percent, span.group)
+
+
+ANCHORED = "anchored"
+_ANCHOR = re.compile(
+    rf"\btoday(?:'s date)?\s+is\s+(?:the\s+)?(?:{_DAYS},?\s+(?:the\s+)?)?", re.IGNORECASE
+)
+
+
+def _anchor(text: str) -> tuple[int, int, str, datetime] | None:
+    """The date the task says today is (start, end, ISO date, as a datetime): context that
+    relative dates count from, not a value of its own."""
+    m = _ANCHOR.search(text)
+    date = _DATE.match(text, m.end()) if m else None
+    if ANCHORED in ABLATED or m is None or date is None:
+        return None
+    day = _parse_date(date.group(0))
+    if day is None:
+        return None
+    return m.start(), date.end(), day, datetime.strptime(day, "%Y-%m-%d")
 
 
 def _numbers(text: str) -> list[Span]:
@@ -349,8 +401,9 @@ _COMMON_STARTS = frozenset(
 )
 
 
-def _parse_date(literal: str) -> str | None:
-    """``literal`` as an ISO date (YYYY-MM-DD), or None when it is no date."""
+def _parse_date(literal: str, base: datetime | None = None) -> str | None:
+    """``literal`` as an ISO date (YYYY-MM-DD), or None when it is no date; relative
+    dates count from ``base`` (today when None)."""
     if re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", literal):
         year, month, day = (int(p) for p in literal.split("-"))
         try:
@@ -361,9 +414,10 @@ def _parse_date(literal: str) -> str | None:
         import dateparser
     except ImportError:  # pragma: no cover - without the `router` extra: ISO dates only
         return None
-    parsed = dateparser.parse(
-        literal, languages=["en"], settings={"PREFER_DATES_FROM": "future", "DATE_ORDER": "MDY"}
-    )
+    settings: dict[str, Any] = {"PREFER_DATES_FROM": "future", "DATE_ORDER": "MDY"}
+    if base is not None:
+        settings["RELATIVE_BASE"] = base
+    parsed = dateparser.parse(literal, languages=["en"], settings=settings)
     return parsed.strftime("%Y-%m-%d") if parsed else None
 
 
