@@ -46,7 +46,7 @@ def flat_schemas(draw: st.DrawFn) -> dict[str, Any]:
     return schema
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=4 * settings.default.max_examples, deadline=None)  # 400; 100 under mutation
 @given(flat_schemas(), st.dictionaries(st.sampled_from("abcdef"), values, max_size=5))
 def test_fast_acceptance_implies_full_validity(schema: dict[str, Any], args: dict) -> None:
     check = compile_flat(schema)
