@@ -102,3 +102,19 @@ def test_the_fast_path_checks_enums_with_json_equality() -> None:
     for wrong in (1, ["x"]):
         with pytest.raises(ArgumentError):
             b.bind({"c": wrong})
+
+
+def test_the_fast_path_takes_finite_numbers_only() -> None:
+    """A number parameter: integers and finite floats are certainly valid; a boolean is
+    not a number to JSON Schema, and a non-finite float is refused by the binder."""
+    schema = {"type": "object", "properties": {"n": {"type": "number"}}}
+    check = compile_flat(schema)
+    assert check is not None
+    assert check({"n": 3}) and check({"n": -(2**70)}) and check({"n": 2.5})
+    for unsure in (True, False, float("inf"), float("-inf"), float("nan"), "3"):
+        assert not check({"n": unsure}), unsure
+    b = Binder("t", normalize_parameters(schema))
+    assert b.bind({"n": 3}) == {"n": 3}
+    for wrong in (True, float("inf"), float("nan")):
+        with pytest.raises(ArgumentError):
+            b.bind({"n": wrong})
