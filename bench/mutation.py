@@ -88,6 +88,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
             "tests/test_agent_loop.py",
             "tests/test_agent_limits.py",
             "tests/test_skills.py",  # the access check
+            "tests/test_agent_protocol.py",  # the tool choice the loop enforces
         ],
     ),
     # boundaries added by issue 20 (hardening) and issue 28

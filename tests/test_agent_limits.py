@@ -17,12 +17,16 @@ import tooldb
 from tests.overlap import Gauge
 from tooldb import AgentSpec, Registry, tool
 from tooldb.agents import AgentLoop, Limits
+from tooldb.agents.toolbox import Builtin
 from tooldb.agents.tracing import Tracer
 from tooldb.errors import ModelError, StoreError, UsageError
 from tooldb.models import (
     FunctionModel,
     Message,
+    ModelTurn,
     ScriptedModel,
+    ToolSchema,
+    Usage,
     call,
     register_model,
     unregister_model,
@@ -404,3 +408,80 @@ def test_a_bug_inside_the_loop_ends_the_run_with_an_error(
     assert result.requires_review and result.review_reason == "the run failed inside tooldb"
     stored = reg.store.get_run(reg.tenant, result.run_id)
     assert stored is not None and stored.status is RunStatus.ERROR
+
+
+def test_empty_turns_count_as_iterations_and_only_consecutive_ones_end_a_run(
+    reg: Registry,
+) -> None:
+    """An empty turn is an iteration of its own (its nudge persisted under it); a turn
+    with calls between two empty ones resets the count, so the run goes on."""
+    model = ScriptedModel([ModelTurn(), call("echo", {"text": "a"}), ModelTurn(), "done"])
+    result = AgentLoop(reg, model, tools=["echo"]).run("talk")
+    assert result.status is RunStatus.SUCCESS and result.output == "done"
+    assert result.iterations == 4 and len(model.requests) == 4
+    stored = reg.store.run_messages(result.run_id)
+    assert [(m["iteration"], m["role"]) for m in stored] == [
+        (0, "user"),
+        (0, "assistant"), (0, "user"),
+        (1, "assistant"), (1, "tool"),
+        (2, "assistant"), (2, "user"),
+        (3, "assistant"),
+    ]  # fmt: skip
+
+
+def test_the_tokens_of_every_turn_are_summed(reg: Registry) -> None:
+    stamped = {"model": "test:scripted"}  # ScriptedModel's own usage is for unstamped turns
+    echo_turn = ModelTurn(
+        tool_calls=[call("echo", {"text": "a"})], usage=Usage(input_tokens=3, output_tokens=5),
+        **stamped,
+    )  # fmt: skip
+    answer = ModelTurn(text="done", usage=Usage(input_tokens=7, output_tokens=11), **stamped)
+    result = AgentLoop(reg, ScriptedModel([echo_turn, answer]), tools=["echo"]).run("count")
+    assert (result.input_tokens, result.output_tokens) == (10, 16)
+
+
+def test_the_time_limit_is_checked_before_a_turn_that_follows_an_empty_one(
+    reg: Registry,
+) -> None:
+    """A model that blocks (it cannot be interrupted) past the time limit and answers
+    nothing: the run ends on the time limit before asking it again."""
+    asked: list[int] = []
+
+    def blocking(*_: object) -> ModelTurn:
+        asked.append(1)
+        time.sleep(0.3)
+        return ModelTurn()
+
+    limits = Limits(timeout_s=0.2)
+    result = AgentLoop(reg, FunctionModel(blocking), tools=["echo"], limits=limits).run("x")
+    assert result.status is RunStatus.PARTIAL
+    assert result.review_reason == "reached the time limit of 0.2 s"
+    assert len(asked) == 1
+
+
+def test_the_time_limit_is_checked_after_a_turn_before_the_iteration_limit(
+    reg: Registry,
+) -> None:
+    """A turn whose call outlasts the time limit ends the run on the time limit, even on
+    the last iteration allowed."""
+    model = ScriptedModel([call("sleep_sync", {"seconds": 0.3}), "never"])
+    limits = Limits(timeout_s=0.2, max_iterations=1)
+    result = AgentLoop(reg, model, tools=["sleep_sync"], limits=limits).run("x")
+    assert result.status is RunStatus.PARTIAL
+    assert result.review_reason == "reached the time limit of 0.2 s"
+    assert result.output == "slept" and len(model.requests) == 1
+
+
+def test_a_builtin_given_to_the_loop_is_offered_and_run(reg: Registry) -> None:
+    async def shout(arguments: dict[str, Any], ctx: LoopContext) -> ToolResult:
+        return ToolResult(success=True, output=str(arguments["text"]).upper() + ctx.run_id[:0])
+
+    schema = ToolSchema(
+        name="shout",
+        description="Say it louder.",
+        parameters={"type": "object", "properties": {"text": {"type": "string"}}},
+    )
+    model = ScriptedModel([call("shout", {"text": "hey"}), "done"])
+    result = AgentLoop(reg, model, tools=["echo"], builtins=[Builtin(schema, shout)]).run("x")
+    assert {tool.name for tool in model.requests[0][1]} == {"echo", "shout"}
+    assert result.tool_calls[0].success and result.tool_calls[0].output == "HEY"
