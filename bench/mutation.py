@@ -470,6 +470,50 @@ _accept(
     "repr(None)",
     "return False",
 )
+_accept(
+    "binding/binder.py",
+    "the bit length only spares the exact comparison for most integers: one of 13,286 bits "
+    "or fewer is below 2**13286 < 10**4000, so abs(value) >= _INT_LIMIT decides alone",
+    "if isinstance(value, int) and value.bit_length() >= _INT_BITS and abs(value) >= _INT_LIMIT:",
+)
+_accept(
+    "binding/binder.py",
+    "accepted: performance only; _plainly_storable only spares the walk of arguments that "
+    "are plain scalars, and the walk (_bad_scalar) finds nothing in a scalar it passes, so "
+    "sending more values to the walk gives the same problems",
+    "kind = None",
+    "kind = type(None)",
+    "return value.bit_length() < _INT_BITS",
+    "return kind is str or kind is bool and value is None",
+    "return kind is str and kind is bool or value is None",
+)
+_accept(
+    "binding/binder.py",
+    "Python's codec registry takes 'UTF-8' for 'utf-8' (the same codec)",
+    'text.encode("UTF-8")',
+)
+_accept(
+    "binding/binder.py",
+    "accepted: performance only; the usual-case test only spares the general path, which "
+    "returns the same dict(raw) for a dict whose keys are all strings",
+    "if type(None) is dict and all(type(key) is str for key in raw):  # the usual case",
+    "if type(raw) is dict and all(type(None) is str for key in raw):  # the usual case",
+)
+_accept(
+    "binding/binder.py",
+    "a default of an immutable type (str, int, float, bool, None, tuple of those) deep-"
+    "copies to an equal value: only a copy is made that need not be",
+    "arguments[name] = copy.deepcopy(default) if (mutable) or True else default",
+)
+_accept(
+    "binding/binder.py",
+    "accepted: performance only; the fast path answers True only where the full validator "
+    "finds no error (test_flat_schema), so skipping it, or trusting it also when unknown "
+    "names were found (the known ones are then what it checks), gives the same problems",
+    "fast = None",
+    "invalid = [] if (not problems and fast and fast(known)) and False else self._invalid(known)",
+    "invalid = [] if problems and fast and fast(known) else self._invalid(known)",
+)
 
 _accept(
     "executors/http_guard.py",

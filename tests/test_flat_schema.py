@@ -118,3 +118,44 @@ def test_the_fast_path_takes_finite_numbers_only() -> None:
     for wrong in (True, float("inf"), float("nan")):
         with pytest.raises(ArgumentError):
             b.bind({"n": wrong})
+
+
+def test_every_keyword_the_fast_path_knows_is_taken() -> None:
+    """A schema may use every keyword the fast path knows (and no other) and still be
+    checked fast; a missing ``properties`` or ``additionalProperties`` takes JSON
+    Schema's defaults (none, and open)."""
+    prop = {"type": "string", "enum": ["a", "b"], "description": "d", "title": "t",
+            "default": "a", "examples": ["a"], "$comment": "c"}  # fmt: skip
+    schema = {"type": "object", "properties": {"s": prop}, "required": ["s"],
+              "additionalProperties": False, "description": "d", "title": "t",
+              "$schema": "https://json-schema.org/draft/2020-12/schema", "$comment": "c",
+              "examples": [{"s": "a"}]}  # fmt: skip
+    check = compile_flat(schema)
+    assert check is not None and check({"s": "b"})
+    assert not check({"s": "c"}) and not check({}) and not check({"s": "a", "x": 1})
+    bare = compile_flat({"type": "object"})
+    assert bare is not None and bare({"anything": [1, {"goes": True}]})
+    open_schema = compile_flat({"type": "object", "properties": {"a": {"type": "integer"}}})
+    assert open_schema is not None and open_schema({"a": 1, "other": "x"})
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {"type": "string"}}, "minProperties": 2},
+        {"type": "array", "properties": {"a": {"type": "string"}}, "minProperties": 2},
+        {"type": "object", "properties": {"a": {"type": "decimal"}}},
+        {"type": "object", "properties": {"a": {"type": ["string", "decimal"]}}},
+        {"type": "object", "properties": {"a": {"type": []}}},
+        {"type": "object", "properties": {"a": {"type": 5}}},
+    ],
+)
+def test_unknown_keywords_and_types_are_left_to_the_full_validator(schema: dict[str, Any]) -> None:
+    assert compile_flat(schema) is None
+
+
+def test_the_fast_path_checks_an_enum_of_a_single_type_and_takes_every_type_of_a_union() -> None:
+    enum = compile_flat({"type": "object", "properties": {"c": {"type": "string", "enum": ["x"]}}})
+    assert enum is not None and enum({"c": "x"}) and not enum({"c": "y"})
+    union = compile_flat({"type": "object", "properties": {"u": {"type": ["string", "integer"]}}})
+    assert union is not None and union({"u": "s"}) and union({"u": 3}) and not union({"u": 1.5})
