@@ -587,6 +587,8 @@ _accept(
     "executors/http_guard.py",
     "follow_redirects=False is httpx's default (the tests pin the clients' setting)",
     "transport=transport, trust_env=False, headers=_HEADERS",
+)
+_accept(
     "agents/loop.py",
     "one result per call run and one outcome per call, so the lengths always match: "
     "strict only asserts it",
