@@ -485,3 +485,28 @@ def test_a_builtin_given_to_the_loop_is_offered_and_run(reg: Registry) -> None:
     result = AgentLoop(reg, model, tools=["echo"], builtins=[Builtin(schema, shout)]).run("x")
     assert {tool.name for tool in model.requests[0][1]} == {"echo", "shout"}
     assert result.tool_calls[0].success and result.tool_calls[0].output == "HEY"
+
+
+def test_a_refused_turn_is_an_iteration_whose_refusal_the_model_and_the_log_get(
+    reg: Registry,
+) -> None:
+    """A text answer under ``required``: nothing runs, the model is told which tools it
+    may call, and the turn and its refusal are persisted under their own iteration."""
+    model = ScriptedModel(["no tools needed", call("echo", {"text": "a"}), "done"])
+    loop = AgentLoop(reg, model, tools=["echo", "add"], tool_choice="required")
+    result = loop.run("say a")
+    assert result.status is RunStatus.SUCCESS and result.output == "done"
+    assert result.iterations == 3 and [u.tool for u in result.tool_calls] == ["echo"]
+    told = model.requests[1][0][-1]
+    assert told.role == "user" and told.content == (
+        "A tool call is required on this turn, not a text answer: call one of the tools "
+        "(echo, add)."
+    )
+    stored = reg.store.run_messages(result.run_id)
+    assert [(m["iteration"], m["role"]) for m in stored] == [
+        (0, "user"),
+        (0, "assistant"), (0, "user"),
+        (1, "assistant"), (1, "tool"),
+        (2, "assistant"),
+    ]  # fmt: skip
+    assert stored[2]["content"] == told.content
