@@ -624,6 +624,28 @@ _accept(
     "same result; only runs sharing an event loop would wait); not staged in a test yet",
     "inline: bool = True,",
 )
+_accept(
+    "agents/loop.py",
+    "accepted: the time limit's boundaries (time left exactly 0, the clock exactly at the "
+    "deadline) are one instant of a float clock no test can land on",
+    "if remaining < 0:",
+    "if time.perf_counter() > self.deadline:",
+)
+_accept(
+    "agents/loop.py",
+    "the loop's `schemas` is only compared with the toolbox's and reassigned: nothing reads "
+    "it (each model turn asks the toolbox for its schemas itself)",
+    "schemas = None",
+    "if self.toolbox.schemas() is schemas:",
+)
+_accept(
+    "agents/loop.py",
+    "accepted, not equivalent: without `hold` the opening selection's decision row is "
+    "written in a transaction of its own at once instead of with the run's first commit; "
+    "the same rows end in the store",
+    "self.task, loop.select_k, run_id=self.run_id, hold=None",
+    "self.task, loop.select_k, run_id=self.run_id, )",
+)
 
 _accept(
     "selection/select.py",

@@ -510,3 +510,18 @@ def test_a_refused_turn_is_an_iteration_whose_refusal_the_model_and_the_log_get(
         (2, "assistant"),
     ]  # fmt: skip
     assert stored[2]["content"] == told.content
+
+
+def test_the_opening_offers_search_and_subagents_only_when_asked(reg: Registry) -> None:
+    """``search_tools`` beside pinned tools; ``select_k=0`` selects nothing (and adds no
+    search); ``subagents`` offers the subagent tool to a top-level run."""
+
+    def offered(**options: Any) -> set[str]:
+        model = ScriptedModel(["done"])
+        AgentLoop(reg, model, **options).run("add two integers")
+        return {schema.name for schema in model.requests[0][1]}
+
+    assert offered(tools=["echo"]) == {"echo"}
+    assert offered(tools=["echo"], search_tools=True) == {"echo", "search_tools"}
+    assert offered(select_k=0) == set()
+    assert offered(tools=["echo"], subagents=True) == {"echo", "subagent"}
