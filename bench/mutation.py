@@ -646,6 +646,17 @@ _accept(
     "self.task, loop.select_k, run_id=self.run_id, hold=None",
     "self.task, loop.select_k, run_id=self.run_id, )",
 )
+_accept(
+    "agents/loop.py",
+    "RunResult's mode defaults to 'llm' (the loop's only mode)",
+    'del: mode="llm",',
+)
+_accept(
+    "agents/loop.py",
+    "accepted: a run's duration 0.1% long is within any clock's noise; the tests pin "
+    "milliseconds (not seconds) with a lower bound",
+    "duration_ms=(time.perf_counter() - self.started) * 1001,",
+)
 
 _accept(
     "selection/select.py",

@@ -246,6 +246,9 @@ def test_each_tool_call_has_its_span_with_its_outcome(reg: Registry) -> None:
     loop = AgentLoop(reg, model, tools=["add", "fail"], tracer=Tracer(provider.get_tracer("t")))
     result = loop.run("trace")
     spans = {span.name: span for span in exporter.get_finished_spans()}
+    chat = spans["chat scripted"].attributes
+    assert chat is not None and chat["tooldb.iteration"] == 2  # the last of three turns
+    assert (chat["gen_ai.provider.name"], chat["gen_ai.request.model"]) == ("test", "scripted")
     ok, failed = spans["execute_tool add"], spans["execute_tool fail"]
     assert ok.attributes is not None and failed.attributes is not None
     assert ok.attributes["gen_ai.tool.name"] == "add"
@@ -406,6 +409,7 @@ def test_a_bug_inside_the_loop_ends_the_run_with_an_error(
     result = AgentLoop(reg, ScriptedModel(["hello"]), tools=["add"]).run("x")
     assert result.status is RunStatus.ERROR and result.error == "RuntimeError: a bug in tooldb"
     assert result.requires_review and result.review_reason == "the run failed inside tooldb"
+    assert result.output == "" and (result.mode, result.model) == ("llm", "test:scripted")
     stored = reg.store.get_run(reg.tenant, result.run_id)
     assert stored is not None and stored.status is RunStatus.ERROR
 
@@ -525,3 +529,51 @@ def test_the_opening_offers_search_and_subagents_only_when_asked(reg: Registry) 
     assert offered(tools=["echo"], search_tools=True) == {"echo", "search_tools"}
     assert offered(select_k=0) == set()
     assert offered(tools=["echo"], subagents=True) == {"echo", "subagent"}
+
+
+@tool
+def note_state(key: str, ctx: LoopContext | None = None) -> str:
+    """Write a key of the run's shared state."""
+    assert ctx is not None
+    ctx.state[key] = "noted"
+    return "ok"
+
+
+def test_a_runs_data_keeps_its_state_and_retries_and_its_duration(reg: Registry) -> None:
+    reg.add(note_state)
+    model = ScriptedModel([call("note_state", {"key": "k"}), call("sleep_sync", {"seconds": 0.05}),
+                           "done"])  # fmt: skip
+    result = AgentLoop(reg, model, tools=["note_state", "sleep_sync"]).run("note")
+    assert result.data["state"] == {"k": "noted"} and result.data["retries"] == []
+    assert result.duration_ms >= 50  # it slept 50 ms: milliseconds, not seconds
+    stored = reg.store.get_run_details(reg.tenant, result.run_id)
+    assert stored is not None
+    assert stored["data"]["state"] == {"k": "noted"} and stored["data"]["retries"] == []
+
+
+class _NotAwaitable:
+    """A model whose ``complete`` is not async (a bug in the model)."""
+
+    id = "test:sync"
+
+    def complete(self, *_: object) -> ModelTurn:
+        return ModelTurn(text="sync")
+
+
+def test_a_model_whose_turn_is_not_awaitable_fails_the_run_with_a_type_error(
+    reg: Registry,
+) -> None:
+    result = AgentLoop(reg, _NotAwaitable(), tools=["echo"]).run("x")  # type: ignore[arg-type]
+    assert result.status is RunStatus.ERROR
+    assert (result.error or "").startswith("model test:sync failed: TypeError: ")
+
+
+def test_a_model_that_waits_past_the_time_limit_is_interrupted(reg: Registry) -> None:
+    async def slow(*_: object) -> str:
+        await asyncio.sleep(3)
+        return "late"
+
+    limits = Limits(timeout_s=0.3)
+    result = AgentLoop(reg, FunctionModel(slow), tools=["echo"], limits=limits).run("x")
+    assert result.status is RunStatus.PARTIAL and result.output == ""
+    assert result.review_reason == "reached the time limit of 0.3 s"
