@@ -657,6 +657,15 @@ _accept(
     "milliseconds (not seconds) with a lower bound",
     "duration_ms=(time.perf_counter() - self.started) * 1001,",
 )
+_accept(
+    "agents/loop.py",
+    "only read for their truth: an empty flag, a choice not met and no last words are as "
+    "falsy as None, False and ''; tracer_for ignores the settings it is given",
+    'self.flagged: str | None = ""  # a retry cap reached: the run ends for review',
+    "self.choice_met = None  # a turn obeyed ``required`` (it then relaxes to auto)",
+    "self.last_text = None",
+    "self.tracer = tracer or tracer_for(None)",
+)
 
 _accept(
     "selection/select.py",

@@ -577,3 +577,19 @@ def test_a_model_that_waits_past_the_time_limit_is_interrupted(reg: Registry) ->
     result = AgentLoop(reg, FunctionModel(slow), tools=["echo"], limits=limits).run("x")
     assert result.status is RunStatus.PARTIAL and result.output == ""
     assert result.review_reason == "reached the time limit of 0.3 s"
+
+
+@pytest.mark.parametrize("task", ["", "   ", 5])
+def test_a_task_must_be_a_non_empty_string(reg: Registry, task: Any) -> None:
+    with pytest.raises(UsageError, match=r"^the task must be a non-empty string$"):
+        AgentLoop(reg, ScriptedModel(["x"]), tools=["echo"]).run(task)
+
+
+def test_the_run_row_names_the_agent_and_the_model_and_eight_tools_are_selected_by_default(
+    reg: Registry,
+) -> None:
+    loop = AgentLoop(reg, ScriptedModel(["done"]), tools=["echo"], agent="helper")
+    assert loop.select_k == 8
+    result = loop.run("x")
+    stored = reg.store.get_run(reg.tenant, result.run_id)
+    assert stored is not None and (stored.agent, stored.model) == ("helper", "test:scripted")

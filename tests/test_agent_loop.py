@@ -204,8 +204,8 @@ def test_without_a_tool_list_selection_offers_tools_and_search_adds_more(reg: Re
 def test_unknown_pinned_tool_is_a_usage_error(reg: Registry) -> None:
     from tooldb.errors import NotFound
 
-    with pytest.raises(NotFound, match="missing_tool"):
-        AgentLoop(reg, ScriptedModel(["x"]), tools=["add", "missing_tool"]).run("x")
+    with pytest.raises(NotFound, match=r"^tools not found or disabled: missing_tool, gone$"):
+        AgentLoop(reg, ScriptedModel(["x"]), tools=["add", "missing_tool", "gone"]).run("x")
 
 
 def test_nul_and_lone_surrogates_are_persisted_cleanly(reg: Registry) -> None:
