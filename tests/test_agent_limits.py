@@ -19,7 +19,7 @@ from tooldb import AgentSpec, Registry, tool
 from tooldb.agents import AgentLoop, Limits
 from tooldb.agents.toolbox import Builtin
 from tooldb.agents.tracing import Tracer
-from tooldb.errors import ModelError, StoreError, UsageError
+from tooldb.errors import ModelError, NotFound, StoreError, UsageError
 from tooldb.models import (
     FunctionModel,
     Message,
@@ -593,3 +593,38 @@ def test_the_run_row_names_the_agent_and_the_model_and_eight_tools_are_selected_
     result = loop.run("x")
     stored = reg.store.get_run(reg.tenant, result.run_id)
     assert stored is not None and (stored.agent, stored.model) == ("helper", "test:scripted")
+    assert stored.mode == "llm"
+    details = reg.store.get_run_details(reg.tenant, result.run_id)
+    assert details is not None and details["metadata"]["tool_choice"] == "auto"
+
+
+@pytest.mark.parametrize("value", [0, -1, 0.0, True, "5", None])
+@pytest.mark.parametrize("name", ["max_iterations", "max_tool_calls", "timeout_s"])
+def test_a_limit_must_be_a_positive_number(name: str, value: Any) -> None:
+    with pytest.raises(UsageError) as raised:
+        Limits(**{name: value})
+    assert str(raised.value) == f"limit {name} must be a positive number, got {value!r}"
+
+
+def test_no_retry_at_all_is_a_limit_but_fewer_is_not() -> None:
+    assert Limits(max_retries_per_tool=0).max_retries_per_tool == 0
+    with pytest.raises(UsageError, match="max_retries_per_tool"):
+        Limits(max_retries_per_tool=-1)
+
+
+def test_an_agents_skills_take_every_dependency_once_and_skip_inactive_ones(
+    reg: Registry,
+) -> None:
+    """``b`` depends on ``a`` (listed too, so seen twice) and on ``off``, disabled since;
+    ``c`` comes first in the list, so it is the last taken off the stack."""
+    for name, depends in [("a", []), ("off", []), ("b", ["a", "off"]), ("c", [])]:
+        reg.add_skill({"name": name, "description": f"Skill {name}.", "depends_on": depends})
+    reg.disable_definition("skill", "off")
+    model = ScriptedModel(["done"])
+    AgentLoop(reg, model, skills=["c", "a", "b"]).run("x")
+    system = model.requests[0][0][0].content
+    assert all(f"- {name}: Skill {name}." in system for name in "abc")
+    assert "Skill off." not in system
+    with pytest.raises(NotFound) as raised:
+        AgentLoop(reg, model, skills=["a", "nope", "gone"]).run("x")
+    assert str(raised.value) == "skills not found or inactive: nope, gone"
