@@ -628,3 +628,30 @@ def test_an_agents_skills_take_every_dependency_once_and_skip_inactive_ones(
     with pytest.raises(NotFound) as raised:
         AgentLoop(reg, model, skills=["a", "nope", "gone"]).run("x")
     assert str(raised.value) == "skills not found or inactive: nope, gone"
+
+
+def test_a_retry_cap_reached_makes_a_successful_run_partial_for_review(reg: Registry) -> None:
+    """An agent tool that always answers needs_retry: past the target's cap of 1 the run
+    is flagged; it still ends on the model's answer, as partial and for review, with the
+    retry chain in its data."""
+
+    def stubborn(*_: object) -> object:
+        return json.dumps({"status": "needs_retry", "message": "stale", "target": "whoami",
+                           "refinement": "fresher"})  # fmt: skip
+
+    register_model("test:limits-stubborn", FunctionModel(stubborn))
+    try:
+        reg.add_agent(AgentSpec(name="stubborn", model="test:limits-stubborn", as_tool=True))
+        model = ScriptedModel(
+            [call("whoami", {"note": "hi"}), call("stubborn", {"task": "the news"}), "ok"]
+        )
+        loop = AgentLoop(reg, model, tools=["whoami", "stubborn"], retry_caps={"whoami": 1})
+        result = loop.run("news")
+    finally:
+        unregister_model("test:limits-stubborn")
+    assert result.status is RunStatus.PARTIAL and result.requires_review
+    assert result.output == "ok"
+    assert result.review_reason is not None and "retry cap" in result.review_reason
+    assert [link["outcome"] for link in result.data["retries"]] == ["failed again", "cap reached"]
+    stored = reg.store.get_run(reg.tenant, result.run_id)
+    assert stored is not None and stored.status is RunStatus.PARTIAL and stored.requires_review
