@@ -62,6 +62,7 @@ def test_a_loop_without_limits_takes_each_from_the_settings(reg: Registry) -> No
         agent_max_tool_calls=6,
         agent_max_retries_per_tool=1,
         agent_timeout_s=30.0,
+        agent_run_lease_s=7.0,
     )
     expected = Limits(max_iterations=4, max_tool_calls=6, max_retries_per_tool=1, timeout_s=30.0)
     assert Limits.from_settings(settings) == expected
@@ -73,6 +74,8 @@ def test_a_loop_without_limits_takes_each_from_the_settings(reg: Registry) -> No
         assert result.review_reason == "reached the limit of 4 iterations"
         details = opened.store.get_run_details(opened.tenant, result.run_id)
         assert details is not None and details["metadata"]["limits"] == expected.as_json()
+        lease = details["lease_expires_at"] - details["started_at"]
+        assert lease == pytest.approx(7.0)  # the run's lease is the setting's
 
 
 def test_unknown_limits_are_refused_naming_the_known_ones() -> None:
