@@ -89,6 +89,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
             "tests/test_agent_limits.py",
             "tests/test_skills.py",  # the access check
             "tests/test_agent_protocol.py",  # the tool choice the loop enforces
+            "tests/test_slow_calls.py",  # a run's slow-call warnings (the run log's settings)
         ],
     ),
     # boundaries added by issue 20 (hardening) and issue 28
