@@ -499,11 +499,11 @@ def test_a_refused_turn_is_an_iteration_whose_refusal_the_model_and_the_log_get(
 ) -> None:
     """A text answer under ``required``: nothing runs, the model is told which tools it
     may call, and the turn and its refusal are persisted under their own iteration."""
-    model = ScriptedModel(["no tools needed", call("echo", {"text": "a"}), "done"])
+    model = ScriptedModel(["no tools needed", "still none", call("echo", {"text": "a"}), "done"])
     loop = AgentLoop(reg, model, tools=["echo", "add"], tool_choice="required")
     result = loop.run("say a")
     assert result.status is RunStatus.SUCCESS and result.output == "done"
-    assert result.iterations == 3 and [u.tool for u in result.tool_calls] == ["echo"]
+    assert result.iterations == 4 and [u.tool for u in result.tool_calls] == ["echo"]
     told = model.requests[1][0][-1]
     assert told.role == "user" and told.content == (
         "A tool call is required on this turn, not a text answer: call one of the tools "
@@ -513,8 +513,9 @@ def test_a_refused_turn_is_an_iteration_whose_refusal_the_model_and_the_log_get(
     assert [(m["iteration"], m["role"]) for m in stored] == [
         (0, "user"),
         (0, "assistant"), (0, "user"),
-        (1, "assistant"), (1, "tool"),
-        (2, "assistant"),
+        (1, "assistant"), (1, "user"),
+        (2, "assistant"), (2, "tool"),
+        (3, "assistant"),
     ]  # fmt: skip
     assert stored[2]["content"] == told.content
 
@@ -613,6 +614,8 @@ def test_no_retry_at_all_is_a_limit_but_fewer_is_not() -> None:
     assert Limits(max_retries_per_tool=0).max_retries_per_tool == 0
     with pytest.raises(UsageError, match="max_retries_per_tool"):
         Limits(max_retries_per_tool=-1)
+    with pytest.raises(UsageError, match="timeout_s"):  # the limits after it are checked too
+        Limits(max_retries_per_tool=0, timeout_s=0)
 
 
 def test_an_agents_skills_take_every_dependency_once_and_skip_inactive_ones(
@@ -658,3 +661,12 @@ def test_a_retry_cap_reached_makes_a_successful_run_partial_for_review(reg: Regi
     assert [link["outcome"] for link in result.data["retries"]] == ["failed again", "cap reached"]
     stored = reg.store.get_run(reg.tenant, result.run_id)
     assert stored is not None and stored.status is RunStatus.PARTIAL and stored.requires_review
+
+
+def test_a_subagent_call_runs_a_child_run_whose_answer_the_parent_gets(reg: Registry) -> None:
+    model = ScriptedModel([call("subagent", {"task": "echo a", "tools": ["echo"]}),
+                           "the child's answer", "done"])  # fmt: skip
+    result = AgentLoop(reg, model, tools=["echo"], subagents=True).run("delegate")
+    assert result.status is RunStatus.SUCCESS and result.output == "done"
+    child = result.tool_calls[0]
+    assert child.tool == "subagent" and child.success and child.output == "the child's answer"

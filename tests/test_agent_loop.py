@@ -337,6 +337,7 @@ def test_a_store_that_fails_the_turns_commit_ends_the_run_with_the_error(
     result = AgentLoop(reg, model, tools=["add"]).run("add")
     assert result.status is RunStatus.ERROR and result.requires_review
     assert "store x failed: disk I/O error" in (result.error or "")
+    assert result.review_reason == result.error
     stored = reg.store.get_run(reg.tenant, result.run_id)
     assert stored is not None and stored.status is RunStatus.ERROR
 
