@@ -6,19 +6,38 @@ say how to start it. Each test session creates its own database and drops it.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import sqlite3
+import tempfile
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import Phase, settings
 
 import tooldb
 from tooldb import Registry, Settings
 from tooldb.examples.pets_server import PetsServer
 from tooldb.stores.schema import metadata as schema_metadata
+
+# Under mutation testing (mutmut sets MUTANT_UNDER_TEST in every process that runs tests,
+# bench/mutation.py in its explicit runs) property tests draw 25 examples instead of 100
+# and skip shrinking: a mutant is killed by its first failing example, and a minimal one
+# is only wanted by a person reading a failure (docs/testing.md, "Mutation testing").
+settings.register_profile(
+    "mutation",
+    max_examples=25,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+    database=None,
+    deadline=None,
+)
+if "MUTANT_UNDER_TEST" in os.environ:
+    settings.load_profile("mutation")
 
 PG_ADMIN_URL = os.environ.get("TOOLDB_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 PG_START_HINT = (
@@ -77,13 +96,38 @@ def _truncate_postgres(url: str) -> None:
         conn.execute(f"TRUNCATE {', '.join(_DATA_TABLES)} RESTART IDENTITY CASCADE")
 
 
+#: Under mutation testing: the SQLite registry made once whose copies the SQLite fixtures
+#: hand out (made by the first test that needs one; mutmut's forked workers inherit it).
+_SQLITE_TEMPLATE: list[Path] = []
+
+
+def _fresh_sqlite(path: Path) -> str:
+    """An initialised SQLite registry at ``path``. Running the schema's migrations is most
+    of a registry test's setup (0.3 s), so under mutation testing (``MUTANT_UNDER_TEST``
+    set; docs/testing.md) they run once and each test gets a copy (SQLite's backup API):
+    the same schema, but one tenant-key secret shared by every test."""
+    url = f"sqlite:///{path}"
+    if "MUTANT_UNDER_TEST" not in os.environ:
+        tooldb.open(url, settings=Settings(embedder="hash", url=url)).close()
+        return url
+    if not _SQLITE_TEMPLATE or not _SQLITE_TEMPLATE[0].is_file():
+        home = Path(tempfile.mkdtemp(prefix="tooldb-template-"))
+        made = f"sqlite:///{home / 'registry.db'}"
+        tooldb.open(made, settings=Settings(embedder="hash", url=made)).close()
+        _SQLITE_TEMPLATE[:] = [home / "registry.db"]
+        creator = os.getpid()
+        atexit.register(lambda: os.getpid() == creator and shutil.rmtree(home, True))
+    source = sqlite3.connect(f"file:{_SQLITE_TEMPLATE[0]}?mode=ro", uri=True)
+    with closing(source), closing(sqlite3.connect(path)) as copy:
+        source.backup(copy)
+    return url
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A clean, initialised registry URL on each backend."""
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'registry.db'}"
-        tooldb.open(url, settings=Settings(embedder="hash", url=url)).close()
-        return url
+        return _fresh_sqlite(tmp_path / "registry.db")
     url: str = request.getfixturevalue("postgres_url")
     _truncate_postgres(url)
     return url
@@ -105,9 +149,7 @@ def scratch_database(prefix: str) -> Iterator[str]:
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     """An initialised SQLite registry (only ``tooldb init`` creates one from the CLI)."""
-    url = f"sqlite:///{tmp_path / 'registry.db'}"
-    tooldb.open(url, settings=Settings(embedder="hash", url=url)).close()
-    return url
+    return _fresh_sqlite(tmp_path / "registry.db")
 
 
 @pytest.fixture

@@ -17,12 +17,16 @@ import tooldb
 from tests.overlap import Gauge
 from tooldb import AgentSpec, Registry, tool
 from tooldb.agents import AgentLoop, Limits
+from tooldb.agents.toolbox import Builtin
 from tooldb.agents.tracing import Tracer
-from tooldb.errors import ModelError, StoreError, UsageError
+from tooldb.errors import ModelError, NotFound, StoreError, UsageError
 from tooldb.models import (
     FunctionModel,
     Message,
+    ModelTurn,
     ScriptedModel,
+    ToolSchema,
+    Usage,
     call,
     register_model,
     unregister_model,
@@ -58,6 +62,7 @@ def test_a_loop_without_limits_takes_each_from_the_settings(reg: Registry) -> No
         agent_max_tool_calls=6,
         agent_max_retries_per_tool=1,
         agent_timeout_s=30.0,
+        agent_run_lease_s=7.0,
     )
     expected = Limits(max_iterations=4, max_tool_calls=6, max_retries_per_tool=1, timeout_s=30.0)
     assert Limits.from_settings(settings) == expected
@@ -69,6 +74,8 @@ def test_a_loop_without_limits_takes_each_from_the_settings(reg: Registry) -> No
         assert result.review_reason == "reached the limit of 4 iterations"
         details = opened.store.get_run_details(opened.tenant, result.run_id)
         assert details is not None and details["metadata"]["limits"] == expected.as_json()
+        lease = details["lease_expires_at"] - details["started_at"]
+        assert lease == pytest.approx(7.0)  # the run's lease is the setting's
 
 
 def test_unknown_limits_are_refused_naming_the_known_ones() -> None:
@@ -242,6 +249,9 @@ def test_each_tool_call_has_its_span_with_its_outcome(reg: Registry) -> None:
     loop = AgentLoop(reg, model, tools=["add", "fail"], tracer=Tracer(provider.get_tracer("t")))
     result = loop.run("trace")
     spans = {span.name: span for span in exporter.get_finished_spans()}
+    chat = spans["chat scripted"].attributes
+    assert chat is not None and chat["tooldb.iteration"] == 2  # the last of three turns
+    assert (chat["gen_ai.provider.name"], chat["gen_ai.request.model"]) == ("test", "scripted")
     ok, failed = spans["execute_tool add"], spans["execute_tool fail"]
     assert ok.attributes is not None and failed.attributes is not None
     assert ok.attributes["gen_ai.tool.name"] == "add"
@@ -402,5 +412,261 @@ def test_a_bug_inside_the_loop_ends_the_run_with_an_error(
     result = AgentLoop(reg, ScriptedModel(["hello"]), tools=["add"]).run("x")
     assert result.status is RunStatus.ERROR and result.error == "RuntimeError: a bug in tooldb"
     assert result.requires_review and result.review_reason == "the run failed inside tooldb"
+    assert result.output == "" and (result.mode, result.model) == ("llm", "test:scripted")
     stored = reg.store.get_run(reg.tenant, result.run_id)
     assert stored is not None and stored.status is RunStatus.ERROR
+
+
+def test_empty_turns_count_as_iterations_and_only_consecutive_ones_end_a_run(
+    reg: Registry,
+) -> None:
+    """An empty turn is an iteration of its own (its nudge persisted under it); a turn
+    with calls between two empty ones resets the count, so the run goes on."""
+    model = ScriptedModel([ModelTurn(), call("echo", {"text": "a"}), ModelTurn(), "done"])
+    result = AgentLoop(reg, model, tools=["echo"]).run("talk")
+    assert result.status is RunStatus.SUCCESS and result.output == "done"
+    assert result.iterations == 4 and len(model.requests) == 4
+    stored = reg.store.run_messages(result.run_id)
+    assert [(m["iteration"], m["role"]) for m in stored] == [
+        (0, "user"),
+        (0, "assistant"), (0, "user"),
+        (1, "assistant"), (1, "tool"),
+        (2, "assistant"), (2, "user"),
+        (3, "assistant"),
+    ]  # fmt: skip
+
+
+def test_the_tokens_of_every_turn_are_summed(reg: Registry) -> None:
+    stamped = {"model": "test:scripted"}  # ScriptedModel's own usage is for unstamped turns
+    echo_turn = ModelTurn(
+        tool_calls=[call("echo", {"text": "a"})], usage=Usage(input_tokens=3, output_tokens=5),
+        **stamped,
+    )  # fmt: skip
+    answer = ModelTurn(text="done", usage=Usage(input_tokens=7, output_tokens=11), **stamped)
+    result = AgentLoop(reg, ScriptedModel([echo_turn, answer]), tools=["echo"]).run("count")
+    assert (result.input_tokens, result.output_tokens) == (10, 16)
+
+
+def test_the_time_limit_is_checked_before_a_turn_that_follows_an_empty_one(
+    reg: Registry,
+) -> None:
+    """A model that blocks (it cannot be interrupted) past the time limit and answers
+    nothing: the run ends on the time limit before asking it again."""
+    asked: list[int] = []
+
+    def blocking(*_: object) -> ModelTurn:
+        asked.append(1)
+        time.sleep(0.3)
+        return ModelTurn()
+
+    limits = Limits(timeout_s=0.2)
+    result = AgentLoop(reg, FunctionModel(blocking), tools=["echo"], limits=limits).run("x")
+    assert result.status is RunStatus.PARTIAL
+    assert result.review_reason == "reached the time limit of 0.2 s"
+    assert len(asked) == 1
+
+
+def test_the_time_limit_is_checked_after_a_turn_before_the_iteration_limit(
+    reg: Registry,
+) -> None:
+    """A turn whose call outlasts the time limit ends the run on the time limit, even on
+    the last iteration allowed."""
+    model = ScriptedModel([call("sleep_sync", {"seconds": 0.3}), "never"])
+    limits = Limits(timeout_s=0.2, max_iterations=1)
+    result = AgentLoop(reg, model, tools=["sleep_sync"], limits=limits).run("x")
+    assert result.status is RunStatus.PARTIAL
+    assert result.review_reason == "reached the time limit of 0.2 s"
+    assert result.output == "slept" and len(model.requests) == 1
+
+
+def test_a_builtin_given_to_the_loop_is_offered_and_run(reg: Registry) -> None:
+    async def shout(arguments: dict[str, Any], ctx: LoopContext) -> ToolResult:
+        return ToolResult(success=True, output=str(arguments["text"]).upper() + ctx.run_id[:0])
+
+    schema = ToolSchema(
+        name="shout",
+        description="Say it louder.",
+        parameters={"type": "object", "properties": {"text": {"type": "string"}}},
+    )
+    model = ScriptedModel([call("shout", {"text": "hey"}), "done"])
+    result = AgentLoop(reg, model, tools=["echo"], builtins=[Builtin(schema, shout)]).run("x")
+    assert {tool.name for tool in model.requests[0][1]} == {"echo", "shout"}
+    assert result.tool_calls[0].success and result.tool_calls[0].output == "HEY"
+
+
+def test_a_refused_turn_is_an_iteration_whose_refusal_the_model_and_the_log_get(
+    reg: Registry,
+) -> None:
+    """A text answer under ``required``: nothing runs, the model is told which tools it
+    may call, and the turn and its refusal are persisted under their own iteration."""
+    model = ScriptedModel(["no tools needed", "still none", call("echo", {"text": "a"}), "done"])
+    loop = AgentLoop(reg, model, tools=["echo", "add"], tool_choice="required")
+    result = loop.run("say a")
+    assert result.status is RunStatus.SUCCESS and result.output == "done"
+    assert result.iterations == 4 and [u.tool for u in result.tool_calls] == ["echo"]
+    told = model.requests[1][0][-1]
+    assert told.role == "user" and told.content == (
+        "A tool call is required on this turn, not a text answer: call one of the tools "
+        "(echo, add)."
+    )
+    stored = reg.store.run_messages(result.run_id)
+    assert [(m["iteration"], m["role"]) for m in stored] == [
+        (0, "user"),
+        (0, "assistant"), (0, "user"),
+        (1, "assistant"), (1, "user"),
+        (2, "assistant"), (2, "tool"),
+        (3, "assistant"),
+    ]  # fmt: skip
+    assert stored[2]["content"] == told.content
+
+
+def test_the_opening_offers_search_and_subagents_only_when_asked(reg: Registry) -> None:
+    """``search_tools`` beside pinned tools; ``select_k=0`` selects nothing (and adds no
+    search); ``subagents`` offers the subagent tool to a top-level run."""
+
+    def offered(**options: Any) -> set[str]:
+        model = ScriptedModel(["done"])
+        AgentLoop(reg, model, **options).run("add two integers")
+        return {schema.name for schema in model.requests[0][1]}
+
+    assert offered(tools=["echo"]) == {"echo"}
+    assert offered(tools=["echo"], search_tools=True) == {"echo", "search_tools"}
+    assert offered(select_k=0) == set()
+    assert offered(tools=["echo"], subagents=True) == {"echo", "subagent"}
+
+
+@tool
+def note_state(key: str, ctx: LoopContext | None = None) -> str:
+    """Write a key of the run's shared state."""
+    assert ctx is not None
+    ctx.state[key] = "noted"
+    return "ok"
+
+
+def test_a_runs_data_keeps_its_state_and_retries_and_its_duration(reg: Registry) -> None:
+    reg.add(note_state)
+    model = ScriptedModel([call("note_state", {"key": "k"}), call("sleep_sync", {"seconds": 0.05}),
+                           "done"])  # fmt: skip
+    result = AgentLoop(reg, model, tools=["note_state", "sleep_sync"]).run("note")
+    assert result.data["state"] == {"k": "noted"} and result.data["retries"] == []
+    assert result.duration_ms >= 50  # it slept 50 ms: milliseconds, not seconds
+    stored = reg.store.get_run_details(reg.tenant, result.run_id)
+    assert stored is not None
+    assert stored["data"]["state"] == {"k": "noted"} and stored["data"]["retries"] == []
+
+
+class _NotAwaitable:
+    """A model whose ``complete`` is not async (a bug in the model)."""
+
+    id = "test:sync"
+
+    def complete(self, *_: object) -> ModelTurn:
+        return ModelTurn(text="sync")
+
+
+def test_a_model_whose_turn_is_not_awaitable_fails_the_run_with_a_type_error(
+    reg: Registry,
+) -> None:
+    result = AgentLoop(reg, _NotAwaitable(), tools=["echo"]).run("x")  # type: ignore[arg-type]
+    assert result.status is RunStatus.ERROR
+    assert (result.error or "").startswith("model test:sync failed: TypeError: ")
+
+
+def test_a_model_that_waits_past_the_time_limit_is_interrupted(reg: Registry) -> None:
+    async def slow(*_: object) -> str:
+        await asyncio.sleep(3)
+        return "late"
+
+    limits = Limits(timeout_s=0.3)
+    result = AgentLoop(reg, FunctionModel(slow), tools=["echo"], limits=limits).run("x")
+    assert result.status is RunStatus.PARTIAL and result.output == ""
+    assert result.review_reason == "reached the time limit of 0.3 s"
+
+
+@pytest.mark.parametrize("task", ["", "   ", 5])
+def test_a_task_must_be_a_non_empty_string(reg: Registry, task: Any) -> None:
+    with pytest.raises(UsageError, match=r"^the task must be a non-empty string$"):
+        AgentLoop(reg, ScriptedModel(["x"]), tools=["echo"]).run(task)
+
+
+def test_the_run_row_names_the_agent_and_the_model_and_eight_tools_are_selected_by_default(
+    reg: Registry,
+) -> None:
+    loop = AgentLoop(reg, ScriptedModel(["done"]), tools=["echo"], agent="helper")
+    assert loop.select_k == 8
+    result = loop.run("x")
+    stored = reg.store.get_run(reg.tenant, result.run_id)
+    assert stored is not None and (stored.agent, stored.model) == ("helper", "test:scripted")
+    assert stored.mode == "llm"
+    details = reg.store.get_run_details(reg.tenant, result.run_id)
+    assert details is not None and details["metadata"]["tool_choice"] == "auto"
+
+
+@pytest.mark.parametrize("value", [0, -1, 0.0, True, "5", None])
+@pytest.mark.parametrize("name", ["max_iterations", "max_tool_calls", "timeout_s"])
+def test_a_limit_must_be_a_positive_number(name: str, value: Any) -> None:
+    with pytest.raises(UsageError) as raised:
+        Limits(**{name: value})
+    assert str(raised.value) == f"limit {name} must be a positive number, got {value!r}"
+
+
+def test_no_retry_at_all_is_a_limit_but_fewer_is_not() -> None:
+    assert Limits(max_retries_per_tool=0).max_retries_per_tool == 0
+    with pytest.raises(UsageError, match="max_retries_per_tool"):
+        Limits(max_retries_per_tool=-1)
+    with pytest.raises(UsageError, match="timeout_s"):  # the limits after it are checked too
+        Limits(max_retries_per_tool=0, timeout_s=0)
+
+
+def test_an_agents_skills_take_every_dependency_once_and_skip_inactive_ones(
+    reg: Registry,
+) -> None:
+    """``b`` depends on ``a`` (listed too, so seen twice) and on ``off``, disabled since;
+    ``c`` comes first in the list, so it is the last taken off the stack."""
+    for name, depends in [("a", []), ("off", []), ("b", ["a", "off"]), ("c", [])]:
+        reg.add_skill({"name": name, "description": f"Skill {name}.", "depends_on": depends})
+    reg.disable_definition("skill", "off")
+    model = ScriptedModel(["done"])
+    AgentLoop(reg, model, skills=["c", "a", "b"]).run("x")
+    system = model.requests[0][0][0].content
+    assert all(f"- {name}: Skill {name}." in system for name in "abc")
+    assert "Skill off." not in system
+    with pytest.raises(NotFound) as raised:
+        AgentLoop(reg, model, skills=["a", "nope", "gone"]).run("x")
+    assert str(raised.value) == "skills not found or inactive: nope, gone"
+
+
+def test_a_retry_cap_reached_makes_a_successful_run_partial_for_review(reg: Registry) -> None:
+    """An agent tool that always answers needs_retry: past the target's cap of 1 the run
+    is flagged; it still ends on the model's answer, as partial and for review, with the
+    retry chain in its data."""
+
+    def stubborn(*_: object) -> object:
+        return json.dumps({"status": "needs_retry", "message": "stale", "target": "whoami",
+                           "refinement": "fresher"})  # fmt: skip
+
+    register_model("test:limits-stubborn", FunctionModel(stubborn))
+    try:
+        reg.add_agent(AgentSpec(name="stubborn", model="test:limits-stubborn", as_tool=True))
+        model = ScriptedModel(
+            [call("whoami", {"note": "hi"}), call("stubborn", {"task": "the news"}), "ok"]
+        )
+        loop = AgentLoop(reg, model, tools=["whoami", "stubborn"], retry_caps={"whoami": 1})
+        result = loop.run("news")
+    finally:
+        unregister_model("test:limits-stubborn")
+    assert result.status is RunStatus.PARTIAL and result.requires_review
+    assert result.output == "ok"
+    assert result.review_reason is not None and "retry cap" in result.review_reason
+    assert [link["outcome"] for link in result.data["retries"]] == ["failed again", "cap reached"]
+    stored = reg.store.get_run(reg.tenant, result.run_id)
+    assert stored is not None and stored.status is RunStatus.PARTIAL and stored.requires_review
+
+
+def test_a_subagent_call_runs_a_child_run_whose_answer_the_parent_gets(reg: Registry) -> None:
+    model = ScriptedModel([call("subagent", {"task": "echo a", "tools": ["echo"]}),
+                           "the child's answer", "done"])  # fmt: skip
+    result = AgentLoop(reg, model, tools=["echo"], subagents=True).run("delegate")
+    assert result.status is RunStatus.SUCCESS and result.output == "done"
+    child = result.tool_calls[0]
+    assert child.tool == "subagent" and child.success and child.output == "the child's answer"

@@ -204,8 +204,8 @@ def test_without_a_tool_list_selection_offers_tools_and_search_adds_more(reg: Re
 def test_unknown_pinned_tool_is_a_usage_error(reg: Registry) -> None:
     from tooldb.errors import NotFound
 
-    with pytest.raises(NotFound, match="missing_tool"):
-        AgentLoop(reg, ScriptedModel(["x"]), tools=["add", "missing_tool"]).run("x")
+    with pytest.raises(NotFound, match=r"^tools not found or disabled: missing_tool, gone$"):
+        AgentLoop(reg, ScriptedModel(["x"]), tools=["add", "missing_tool", "gone"]).run("x")
 
 
 def test_nul_and_lone_surrogates_are_persisted_cleanly(reg: Registry) -> None:
@@ -337,6 +337,7 @@ def test_a_store_that_fails_the_turns_commit_ends_the_run_with_the_error(
     result = AgentLoop(reg, model, tools=["add"]).run("add")
     assert result.status is RunStatus.ERROR and result.requires_review
     assert "store x failed: disk I/O error" in (result.error or "")
+    assert result.review_reason == result.error
     stored = reg.store.get_run(reg.tenant, result.run_id)
     assert stored is not None and stored.status is RunStatus.ERROR
 

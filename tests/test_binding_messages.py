@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tooldb import ArgumentError, Binder, normalize_parameters
+from tooldb.binding.binder import MAX_DEPTH
 
 
 def bind_error(schema: dict[str, Any], raw: Any) -> ArgumentError:
@@ -277,3 +278,79 @@ def test_a_schema_that_recurses_past_the_validators_stack_is_a_clear_error() -> 
     error = bind_error(schema, {"d": value})
     assert error.problems == ["arguments are nested too deeply"]
     assert error.parameter is None
+
+
+OPEN = {"type": "object", "additionalProperties": True}
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_an_integer_past_4000_digits_is_refused_with_every_part_named(sign: int) -> None:
+    error = bind_error(OPEN, {"i": sign * 10**4000})  # 4001 digits, 13,288 bits
+    shown = "an integer of 4000+ digits"
+    assert str(error) == (
+        f"tool 't': parameter 'i' expected an integer of at most 4000 digits, got {shown}"
+    )
+    assert (error.parameter, error.expected, error.given) == (
+        "i", "integer of at most 4000 digits", shown,
+    )  # fmt: skip
+
+
+def test_an_integer_of_4000_digits_binds() -> None:
+    largest = 10**4000 - 1
+    bound = Binder("t", normalize_parameters(OPEN)).bind({"i": largest, "j": -largest})
+    assert bound == {"i": largest, "j": -largest}
+
+
+def test_a_non_finite_number_names_what_was_given() -> None:
+    error = bind_error(OPEN, {"x": [float("-inf")]})
+    assert (error.parameter, error.expected, error.given) == ("x[0]", "finite number", "-Infinity")
+
+
+def test_a_worse_problem_found_after_a_non_finite_number_wins() -> None:
+    """A NaN is left to validation (the type check names it best), but only once the walk
+    found nothing the validator cannot take: a value nested too deeply, or too long."""
+    deep: list[Any] = []
+    for _ in range(MAX_DEPTH):
+        deep = [deep]
+    for worse, text in [
+        (deep, "parameter 'b' is nested too deeply (over 100 levels)"),
+        (10**4000, "parameter 'b' expected an integer of at most 4000 digits"),
+    ]:
+        error = bind_error(OPEN, {"a": float("nan"), "b": worse})
+        assert str(error).startswith(f"tool 't': {text}"), str(error)
+        assert error.parameter == "b"
+
+
+@pytest.mark.parametrize(
+    ("raw", "given", "kind"),
+    [(42, "42", "integer"), ([1, 2], "[1, 2]", "array"), (True, "true", "boolean")],
+)
+def test_arguments_that_are_no_object_are_shown(raw: Any, given: str, kind: str) -> None:
+    error = bind_error(OPEN, raw)
+    assert str(error) == f"tool 't': arguments must be a JSON object, got {kind} {given}"
+    assert (error.expected, error.given) == ("object", given)
+
+
+def test_a_union_type_with_integer_coerces_integer_text() -> None:
+    schema = obj({"n": {"type": ["integer", "null"]}, "f": {"type": ["number", "boolean"]}})
+    bound = Binder("t", normalize_parameters(schema)).bind({"n": "5", "f": "true"})
+    assert bound == {"n": 5, "f": True}
+
+
+def test_a_nested_mutable_default_is_a_fresh_copy_for_each_call() -> None:
+    schema = obj({"opts": {"type": "object", "default": {"tags": ["a"]}}})
+    b = Binder("t", normalize_parameters(schema))
+    first = b.bind({})
+    first["opts"]["tags"].append("changed")
+    assert b.bind({}) == {"opts": {"tags": ["a"]}}
+
+
+def test_the_accepted_names_of_an_unknown_parameter_error_are_cut_past_400_chars() -> None:
+    names = [f"p{i:03d}" for i in range(49)]  # 49 names of 6 chars quoted, ", " between
+    listed = ", ".join(repr(n) for n in [*names, "q123456"])
+    assert len(listed) == 401
+    schema = obj({n: {"type": "integer"} for n in [*names, "q123456"]}, additionalProperties=False)
+    error = bind_error(schema, {"zz": 1})
+    assert f"(accepted: {listed[:400]}… (401 chars))" in str(error)
+    shorter = obj({n: {"type": "integer"} for n in [*names, "q12345"]}, additionalProperties=False)
+    assert str(bind_error(shorter, {"zz": 1})).endswith(f"(accepted: {listed[:-2]}')")

@@ -46,7 +46,7 @@ def flat_schemas(draw: st.DrawFn) -> dict[str, Any]:
     return schema
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=4 * settings.default.max_examples, deadline=None)  # 400; 100 under mutation
 @given(flat_schemas(), st.dictionaries(st.sampled_from("abcdef"), values, max_size=5))
 def test_fast_acceptance_implies_full_validity(schema: dict[str, Any], args: dict) -> None:
     check = compile_flat(schema)
@@ -102,3 +102,60 @@ def test_the_fast_path_checks_enums_with_json_equality() -> None:
     for wrong in (1, ["x"]):
         with pytest.raises(ArgumentError):
             b.bind({"c": wrong})
+
+
+def test_the_fast_path_takes_finite_numbers_only() -> None:
+    """A number parameter: integers and finite floats are certainly valid; a boolean is
+    not a number to JSON Schema, and a non-finite float is refused by the binder."""
+    schema = {"type": "object", "properties": {"n": {"type": "number"}}}
+    check = compile_flat(schema)
+    assert check is not None
+    assert check({"n": 3}) and check({"n": -(2**70)}) and check({"n": 2.5})
+    for unsure in (True, False, float("inf"), float("-inf"), float("nan"), "3"):
+        assert not check({"n": unsure}), unsure
+    b = Binder("t", normalize_parameters(schema))
+    assert b.bind({"n": 3}) == {"n": 3}
+    for wrong in (True, float("inf"), float("nan")):
+        with pytest.raises(ArgumentError):
+            b.bind({"n": wrong})
+
+
+def test_every_keyword_the_fast_path_knows_is_taken() -> None:
+    """A schema may use every keyword the fast path knows (and no other) and still be
+    checked fast; a missing ``properties`` or ``additionalProperties`` takes JSON
+    Schema's defaults (none, and open)."""
+    prop = {"type": "string", "enum": ["a", "b"], "description": "d", "title": "t",
+            "default": "a", "examples": ["a"], "$comment": "c"}  # fmt: skip
+    schema = {"type": "object", "properties": {"s": prop}, "required": ["s"],
+              "additionalProperties": False, "description": "d", "title": "t",
+              "$schema": "https://json-schema.org/draft/2020-12/schema", "$comment": "c",
+              "examples": [{"s": "a"}]}  # fmt: skip
+    check = compile_flat(schema)
+    assert check is not None and check({"s": "b"})
+    assert not check({"s": "c"}) and not check({}) and not check({"s": "a", "x": 1})
+    bare = compile_flat({"type": "object"})
+    assert bare is not None and bare({"anything": [1, {"goes": True}]})
+    open_schema = compile_flat({"type": "object", "properties": {"a": {"type": "integer"}}})
+    assert open_schema is not None and open_schema({"a": 1, "other": "x"})
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {"type": "string"}}, "minProperties": 2},
+        {"type": "array", "properties": {"a": {"type": "string"}}, "minProperties": 2},
+        {"type": "object", "properties": {"a": {"type": "decimal"}}},
+        {"type": "object", "properties": {"a": {"type": ["string", "decimal"]}}},
+        {"type": "object", "properties": {"a": {"type": []}}},
+        {"type": "object", "properties": {"a": {"type": 5}}},
+    ],
+)
+def test_unknown_keywords_and_types_are_left_to_the_full_validator(schema: dict[str, Any]) -> None:
+    assert compile_flat(schema) is None
+
+
+def test_the_fast_path_checks_an_enum_of_a_single_type_and_takes_every_type_of_a_union() -> None:
+    enum = compile_flat({"type": "object", "properties": {"c": {"type": "string", "enum": ["x"]}}})
+    assert enum is not None and enum({"c": "x"}) and not enum({"c": "y"})
+    union = compile_flat({"type": "object", "properties": {"u": {"type": ["string", "integer"]}}})
+    assert union is not None and union({"u": "s"}) and union({"u": 3}) and not union({"u": 1.5})

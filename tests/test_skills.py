@@ -111,6 +111,7 @@ def test_progressive_disclosure(reg: Registry) -> None:
     assert [t.name for t in first_tools] == ["load_skill"]  # only the skill loader at first
     system = first_messages[0].content
     assert "Be exact." in system and "- math: Arithmetic on integers." in system
+    assert system.startswith("Be exact.\n\n")  # the instructions, then the skills' index
     assert "Use `add`" not in system  # instructions only once loaded
     loaded = model.requests[1][0][-1].content
     assert "Use `add` for sums" in loaded and "Echo text back" in loaded  # with dependencies
