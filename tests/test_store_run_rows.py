@@ -224,3 +224,67 @@ def test_a_skill_missing_a_tool_is_stored_disabled_then_enabled(registry: Regist
     assert len(store.catalog_versions("skill", tenant, "s")) == 1  # unchanged: no new version
     theirs = store.get_skill("other", "s")
     assert theirs is not None and not theirs["enabled"]  # only this tenant's row changed
+
+
+def test_assignment_rows_keep_priority_access_and_config(registry: Registry) -> None:
+    """An agent's skill rows carry each assignment's priority and configuration (an
+    unlisted one: 0 and {}); a skill's tool rows carry access, priority and configuration
+    (a tool given by name only: execute, 0, {})."""
+    store, tenant = registry.store, registry.tenant
+    definition = {
+        "name": "helper",
+        "skills": ["s1", "s2", "s3"],
+        "skill_assignments": [
+            {"name": "s1", "priority": 5, "config": {"depth": 2}},
+            {"name": "s3", "priority": -1},
+        ],
+    }
+    store.put_agent(tenant, {"name": "helper", "definition": definition, "content_hash": "h"})
+    links = store.catalog_links("agent", tenant, "helper")
+    assert [(r["skill"], r["position"], r["priority"], r["config"]) for r in links] == [
+        ("s1", 0, 5, {"depth": 2}),
+        ("s2", 1, 0, {}),
+        ("s3", 2, -1, {}),
+    ]
+    plain = {"name": "plain", "skills": ["s1"], "skill_assignments": None}
+    store.put_agent(tenant, {"name": "plain", "definition": plain, "content_hash": "p"})
+    (link,) = store.catalog_links("agent", tenant, "plain")
+    assert (link["skill"], link["priority"], link["config"], link["tenant"]) == (
+        "s1",
+        0,
+        {},
+        tenant,
+    )
+    tools = [
+        {"name": "echo", "access": "read", "priority": 7, "config": {"limit": 3}},
+        {"name": "add"},
+    ]
+    skill = {
+        "name": "s", "description": "S.", "instructions": "", "parent": None,
+        "depends_on": [], "optional_dependencies": [], "tools": tools, "active": True,
+        "metadata": {}, "content_hash": "s1",
+    }  # fmt: skip
+    store.put_skill(tenant, skill)
+    rows = store.catalog_links("skill", tenant, "s")
+    assert [
+        (r["tool"], r["position"], r["access"], r["priority"], r["config"], r["skill"])
+        for r in rows
+    ] == [("echo", 0, "read", 7, {"limit": 3}, "s"), ("add", 1, "execute", 0, {}, "s")]
+    assert store.catalog_links("skill", "other", "s") == []
+    assert store.catalog_links("agent", "other", "helper") == []
+
+
+def test_an_agent_registered_with_prioritised_skills_stores_them(registry: Registry) -> None:
+    """``skills: [{name, priority, config}, name]`` through the registry: the rows hold
+    the priorities and configuration as written (docs/agents.md)."""
+    registry.add(st.echo)
+    for name in ("s1", "s2"):
+        registry.add_skill({"name": name, "description": f"{name}.", "tools": ["echo"]})
+    registry.add_agent(
+        {"name": "helper", "skills": ["s2", {"name": "s1", "priority": 4, "config": {"x": 1}}]}
+    )
+    links = registry.store.catalog_links("agent", registry.tenant, "helper")
+    assert [(r["skill"], r["priority"], r["config"]) for r in links] == [
+        ("s1", 4, {"x": 1}),
+        ("s2", 0, {}),
+    ]
