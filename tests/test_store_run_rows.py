@@ -288,3 +288,22 @@ def test_an_agent_registered_with_prioritised_skills_stores_them(registry: Regis
         ("s1", 4, {"x": 1}),
         ("s2", 0, {}),
     ]
+
+
+def test_a_run_write_the_store_refuses_says_what_failed(registry: Registry) -> None:
+    """A write refused for another reason than a constraint names what was written
+    ("failed to write an agent run"), leaves nothing, and the store writes on after."""
+    store, tenant = registry.store, registry.tenant
+    run_id = new_run(store, tenant)
+    if store.dialect == "sqlite":  # this test's own file: take the table away
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql("DROP TABLE run_messages")
+        bad = [(0, 0, "user", '{"content": "hi"}')]
+    else:  # not JSON: jsonb refuses it (a data error, not a constraint)
+        bad = [(0, 0, "user", '{"content": "hi"}'), (1, 0, "user", "{not json")]
+    with pytest.raises(StoreError, match="failed to write an agent run: "):
+        store.append_run_messages(run_id, bad)
+    if store.dialect != "sqlite":
+        assert store.run_messages(run_id) == []  # one transaction: neither landed
+    second = new_run(store, tenant)
+    assert {r.id for r in store.list_runs(tenant)} == {run_id, second}
