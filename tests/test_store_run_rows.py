@@ -17,12 +17,19 @@ from tooldb.types import RunStatus
 WHEN = 1_750_000_000.0  # one clock tick shared by every row below
 
 
-def new_run(store: Store, tenant: str, *, parent: str | None = None, run_id: str = "") -> str:
+def new_run(
+    store: Store,
+    tenant: str,
+    *,
+    parent: str | None = None,
+    run_id: str = "",
+    status: RunStatus = RunStatus.RUNNING,
+) -> str:
     run_id = run_id or uuid.uuid4().hex
     store.create_run(
         {
             "id": run_id, "tenant": tenant, "parent_run_id": parent, "agent": "a",
-            "mode": "llm", "model": None, "task": "t", "status": RunStatus.RUNNING.value,
+            "mode": "llm", "model": None, "task": "t", "status": status.value,
             "metadata": {"note": "café ☕"}, "started_at": WHEN, "owner": None,
             "lease_expires_at": None,
         }
@@ -307,3 +314,71 @@ def test_a_run_write_the_store_refuses_says_what_failed(registry: Registry) -> N
         assert store.run_messages(run_id) == []  # one transaction: neither landed
     second = new_run(store, tenant)
     assert {r.id for r in store.list_runs(tenant)} == {run_id, second}
+
+
+def _lease(store: Store, tenant: str, run_id: str) -> Any:
+    details = store.get_run_details(tenant, run_id)
+    assert details is not None
+    return details["lease_expires_at"]
+
+
+def test_leases_are_renewed_only_for_the_named_runs_still_running(registry: Registry) -> None:
+    store, tenant = registry.store, registry.tenant
+    running = [new_run(store, tenant), new_run(store, tenant)]
+    ended = new_run(store, tenant, status=RunStatus.SUCCESS)
+    untouched = new_run(store, tenant)
+    assert store.renew_run_leases([], WHEN + 60) == 0
+    assert store.renew_run_leases([ended], WHEN + 60) == 0
+    assert store.renew_run_leases([*running, ended, "missing"], WHEN + 60) == 2
+    assert [_lease(store, tenant, run_id) for run_id in running] == [WHEN + 60] * 2
+    assert _lease(store, tenant, ended) is None
+    assert _lease(store, tenant, untouched) is None
+
+
+def test_enabling_and_disabling_touch_one_definition_of_one_tenant(registry: Registry) -> None:
+    """set_catalog_enabled: the named skill or agent of this tenant only; a reason kept
+    only while disabled; False when there is no such definition."""
+    store, tenant = registry.store, registry.tenant
+    for owner in (tenant, "other"):
+        for name in ("a", "b"):
+            row = {"name": name, "definition": {"name": name}, "content_hash": name}
+            store.put_agent(owner, row)
+
+    def flags(owner: str) -> list[tuple[str, bool, str | None]]:
+        return [(a["name"], a["enabled"], a["disabled_reason"]) for a in store.list_agents(owner)]
+
+    assert store.set_catalog_enabled("agent", tenant, "a", (False, "by hand")) is True
+    assert flags(tenant) == [("a", False, "by hand"), ("b", True, None)]
+    assert flags("other") == [("a", True, None), ("b", True, None)]
+    assert store.set_catalog_enabled("agent", tenant, "a", (True, "ignored")) is True
+    assert flags(tenant) == [("a", True, None), ("b", True, None)]
+    assert store.set_catalog_enabled("agent", tenant, "nobody", (False, "x")) is False
+    assert store.set_catalog_enabled("agent", "third", "a", (False, "x")) is False
+    assert flags("other") == [("a", True, None), ("b", True, None)]
+    registry.add(st.echo)
+    registry.add_skill({"name": "s", "description": "S.", "tools": ["echo"]})
+    assert store.set_catalog_enabled("skill", tenant, "s", (False, "off")) is True
+    skill = store.get_skill(tenant, "s")
+    assert skill is not None and (skill["enabled"], skill["disabled_reason"]) == (False, "off")
+
+
+def test_skill_search_rows_are_the_tenants_enabled_active_skills(registry: Registry) -> None:
+    """What skill selection reads: name, description, the instructions' first characters
+    and the content hash of this tenant's enabled, active skills, by name."""
+    store, tenant = registry.store, registry.tenant
+    registry.add(st.echo)
+    for skill in (
+        {"name": "b", "description": "B.", "instructions": "abcdefgh", "tools": ["echo"]},
+        {"name": "a", "description": "A.", "instructions": "xyz"},
+        {"name": "off", "description": "Off.", "instructions": "o"},
+        {"name": "idle", "description": "Idle.", "active": False},
+    ):
+        registry.add_skill(skill)
+    store.set_catalog_enabled("skill", tenant, "off", (False, "by hand"))
+    registry.for_tenant("other").add_skill({"name": "c", "description": "C."})
+    hashes = {name: registry.skill(name).content_hash() for name in ("a", "b")}
+    assert store.skill_search_rows(tenant, 5) == [
+        {"name": "a", "description": "A.", "instructions": "xyz", "content_hash": hashes["a"]},
+        {"name": "b", "description": "B.", "instructions": "abcde", "content_hash": hashes["b"]},
+    ]
+    assert [r["name"] for r in store.skill_search_rows("other", 5)] == ["c"]
