@@ -24,13 +24,15 @@ def new_run(
     parent: str | None = None,
     run_id: str = "",
     status: RunStatus = RunStatus.RUNNING,
+    mode: str = "llm",
+    started: float = WHEN,
 ) -> str:
     run_id = run_id or uuid.uuid4().hex
     store.create_run(
         {
             "id": run_id, "tenant": tenant, "parent_run_id": parent, "agent": "a",
-            "mode": "llm", "model": None, "task": "t", "status": status.value,
-            "metadata": {"note": "café ☕"}, "started_at": WHEN, "owner": None,
+            "mode": mode, "model": None, "task": "t", "status": status.value,
+            "metadata": {"note": "café ☕"}, "started_at": started, "owner": None,
             "lease_expires_at": None,
         }
     )  # fmt: skip
@@ -382,3 +384,22 @@ def test_skill_search_rows_are_the_tenants_enabled_active_skills(registry: Regis
         {"name": "b", "description": "B.", "instructions": "abcde", "content_hash": hashes["b"]},
     ]
     assert [r["name"] for r in store.skill_search_rows("other", 5)] == ["c"]
+
+
+def test_a_skill_and_an_agent_of_one_name_keep_their_own_versions(registry: Registry) -> None:
+    """Versions are per kind: reading or removing the skill ``helper`` leaves the agent
+    ``helper``'s versions alone."""
+    store, tenant = registry.store, registry.tenant
+    registry.add(st.echo)
+    registry.add_skill({"name": "helper", "description": "Skill.", "tools": ["echo"]})
+    for content in ("h1", "h2"):
+        row = {"name": "helper", "definition": {"name": "helper"}, "content_hash": content}
+        store.put_agent(tenant, row)
+    (skill_version,) = store.catalog_versions("skill", tenant, "helper")
+    assert skill_version["kind"] == "skill"
+    agent_versions = store.catalog_versions("agent", tenant, "helper")
+    assert [(v["kind"], v["version"]) for v in agent_versions] == [("agent", 1), ("agent", 2)]
+    assert store.remove_skill(tenant, "helper")
+    assert store.catalog_versions("skill", tenant, "helper") == []
+    assert len(store.catalog_versions("agent", tenant, "helper")) == 2
+    assert store.get_agent(tenant, "helper") is not None
