@@ -4,6 +4,7 @@ the survivors of the tenant_filters mutation group). Both stores."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -403,3 +404,20 @@ def test_a_skill_and_an_agent_of_one_name_keep_their_own_versions(registry: Regi
     assert store.catalog_versions("skill", tenant, "helper") == []
     assert len(store.catalog_versions("agent", tenant, "helper")) == 2
     assert store.get_agent(tenant, "helper") is not None
+
+
+def test_a_changed_definition_gets_its_new_time_and_flag(registry: Registry) -> None:
+    """A new version stamps ``updated_at`` (``created_at`` stays) and applies the flag
+    given with it."""
+    store, tenant = registry.store, registry.tenant
+    row = {"name": "helper", "definition": {"name": "helper"}, "content_hash": "h1"}
+    store.put_agent(tenant, row)
+    before = time.time()
+    assert store.put_agent(tenant, {**row, "content_hash": "h2"}, (False, "missing: s")) == (
+        2,
+        True,
+    )
+    agent = store.get_agent(tenant, "helper")
+    assert agent is not None
+    assert agent["created_at"] < before <= agent["updated_at"]
+    assert (agent["enabled"], agent["disabled_reason"]) == (False, "missing: s")
