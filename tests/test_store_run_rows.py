@@ -27,6 +27,7 @@ def new_run(
     status: RunStatus = RunStatus.RUNNING,
     mode: str = "llm",
     started: float = WHEN,
+    lease: float | None = None,
 ) -> str:
     run_id = run_id or uuid.uuid4().hex
     store.create_run(
@@ -34,7 +35,7 @@ def new_run(
             "id": run_id, "tenant": tenant, "parent_run_id": parent, "agent": "a",
             "mode": mode, "model": None, "task": "t", "status": status.value,
             "metadata": {"note": "café ☕"}, "started_at": started, "owner": None,
-            "lease_expires_at": None,
+            "lease_expires_at": lease,
         }
     )  # fmt: skip
     return run_id
@@ -421,3 +422,97 @@ def test_a_changed_definition_gets_its_new_time_and_flag(registry: Registry) -> 
     assert agent is not None
     assert agent["created_at"] < before <= agent["updated_at"]
     assert (agent["enabled"], agent["disabled_reason"]) == (False, "missing: s")
+
+
+def _call(registry: Registry, tool: str, at: float, ms: float, **extra: Any) -> dict[str, Any]:
+    """A row of the call log, as ``record_calls`` takes it."""
+    found = registry.get(tool)
+    values = {
+        "tenant": registry.tenant, "tool_id": found.id, "tool_name": tool, "tool_version": 1,
+        "run_id": None, "session_id": "t", "arguments": {}, "success": True,
+        "error_kind": None, "error": None, "output_size": 0, "output_preview": None,
+        "duration_ms": ms, "started_at": at,
+    }  # fmt: skip
+    return {**values, **extra}
+
+
+def test_recent_durations_are_the_tools_last_successes_before_a_time(registry: Registry) -> None:
+    """Per tool, newest first: successful calls of this tenant started before ``before``,
+    at most ``limit`` of them; a tool with none gets []."""
+    registry.add(st.add, st.echo)
+    other = registry.for_tenant("other")
+    other.add(st.add)
+    store, tenant = registry.store, registry.tenant
+    store.record_calls(
+        [
+            _call(registry, "add", WHEN - 3, 3.0),
+            _call(registry, "add", WHEN - 2, 2.0),
+            _call(registry, "add", WHEN - 1.5, 99.0, success=False, error_kind="execution"),
+            _call(registry, "add", WHEN - 1, 1.0),
+            _call(registry, "add", WHEN, 50.0),  # not before
+            _call(registry, "echo", WHEN - 1, 7.0),
+            _call(other, "add", WHEN - 0.5, 77.0),
+        ]
+    )
+    names = ["add", "echo", "missing"]
+    found = store.recent_durations(tenant, names, before=WHEN, limit=2)
+    assert found == {"add": [1.0, 2.0], "echo": [7.0], "missing": []}
+    assert store.recent_durations(tenant, ["add"], before=WHEN, limit=10) == {
+        "add": [1.0, 2.0, 3.0]
+    }
+    assert store.recent_durations("other", ["add"], before=WHEN, limit=10) == {"add": [77.0]}
+
+
+def test_runs_whose_lease_expired_are_interrupted_with_what_they_recorded(
+    registry: Registry,
+) -> None:
+    """Only this tenant's running runs whose lease ended before ``now``: each gets the
+    calls and turns it recorded, the reason, a review flag and its lease's end."""
+    registry.add(st.add)
+    store, tenant = registry.store, registry.tenant
+    now = WHEN + 100
+    busy = new_run(store, tenant, lease=WHEN + 50)
+    quiet = new_run(store, tenant, lease=WHEN + 60)
+    alive = [new_run(store, tenant, lease=now), new_run(store, tenant, lease=now + 1)]
+    unleased = new_run(store, tenant)
+    ended = new_run(store, tenant, status=RunStatus.SUCCESS, lease=WHEN)
+    theirs = new_run(store, "other", lease=WHEN)
+    store.record_calls([_call(registry, "add", WHEN, 1.0, run_id=busy)] * 2)
+    store.record_calls([_call(registry, "add", WHEN, 1.0, run_id=quiet + "x")])
+    turns = [(0, 0, "user", "{}"), (1, 0, "assistant", "{}"), (2, 2, "tool", "{}")]
+    store.append_run_messages(busy, turns)
+
+    assert sorted(store.interrupt_expired_runs(tenant, now)) == sorted([busy, quiet])
+    rows = {run_id: store.get_run_details(tenant, run_id) for run_id in (busy, quiet)}
+    for run_id, calls, iterations, until in ((busy, 2, 3, WHEN + 50), (quiet, 0, 0, WHEN + 60)):
+        row = rows[run_id]
+        assert row is not None
+        assert (row["status"], row["tool_calls"], row["iterations"], row["ended_at"]) == (
+            "interrupted", calls, iterations, until,
+        )  # fmt: skip
+        assert row["requires_review"] and row["error"] == row["review_reason"]
+        assert row["error"] == (
+            "the process running it stopped before it ended (its lease expired): "
+            "killed, crashed or cut off"
+        )
+    for run_id in (*alive, unleased):
+        record = store.get_run(tenant, run_id)
+        assert record is not None and record.status is RunStatus.RUNNING
+    finished = store.get_run(tenant, ended)
+    assert finished is not None and finished.status is RunStatus.SUCCESS
+    assert store.interrupt_expired_runs(tenant, now) == []
+    assert store.interrupt_expired_runs("other") == [theirs]  # now: the clock's
+
+
+def test_more_expired_runs_than_one_chunk_are_all_interrupted(registry: Registry) -> None:
+    """The sweep updates in chunks of 500: the 501st run is not left behind."""
+    from tooldb.stores.schema import runs
+
+    store, tenant = registry.store, registry.tenant
+    ids = [f"r{i:04d}" for i in range(501)]
+    row = {"tenant": tenant, "agent": "a", "mode": "llm", "task": "t", "status": "running",
+           "metadata": {}, "started_at": WHEN, "lease_expires_at": WHEN}  # fmt: skip
+    with store.engine.begin() as conn:
+        conn.execute(runs.insert(), [{**row, "id": run_id} for run_id in ids])
+    assert sorted(store.interrupt_expired_runs(tenant, WHEN + 1)) == ids
+    assert store.list_runs(tenant, status="running") == []
