@@ -516,3 +516,20 @@ def test_more_expired_runs_than_one_chunk_are_all_interrupted(registry: Registry
         conn.execute(runs.insert(), [{**row, "id": run_id} for run_id in ids])
     assert sorted(store.interrupt_expired_runs(tenant, WHEN + 1)) == ids
     assert store.list_runs(tenant, status="running") == []
+
+
+def test_versions_come_oldest_first_whatever_order_they_were_stored_in(
+    registry: Registry,
+) -> None:
+    """Version rows written out of order (an import, a migration) still read back by
+    version: PostgreSQL returns a small table's rows in the order they were stored."""
+    from tooldb.stores.schema import catalog_versions
+
+    store, tenant = registry.store, registry.tenant
+    row = {"tenant": tenant, "kind": "agent", "name": "x", "definition": {}, "created_at": WHEN}
+    with store.engine.begin() as conn:
+        for version in (3, 1, 2):
+            values = {**row, "version": version, "content_hash": f"h{version}"}
+            conn.execute(catalog_versions.insert().values(**values))
+    found = store.catalog_versions("agent", tenant, "x")
+    assert [(v["version"], v["content_hash"]) for v in found] == [(1, "h1"), (2, "h2"), (3, "h3")]
