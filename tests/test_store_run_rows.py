@@ -533,3 +533,18 @@ def test_versions_come_oldest_first_whatever_order_they_were_stored_in(
             conn.execute(catalog_versions.insert().values(**values))
     found = store.catalog_versions("agent", tenant, "x")
     assert [(v["version"], v["content_hash"]) for v in found] == [(1, "h1"), (2, "h2"), (3, "h3")]
+
+
+def test_run_ids_by_prefix_are_the_tenants_hex_ids_in_order(registry: Registry) -> None:
+    """Two by default, in id order, of this tenant only; a prefix that is not lowercase
+    hex (LIKE's wildcards, other letters) matches nothing, even an id that is not hex."""
+    store, tenant = registry.store, registry.tenant
+    for run_id in ("ab56", "ab34", "ab12", "cd00", "xa1"):
+        new_run(store, tenant, run_id=run_id)
+    new_run(store, "other", run_id="ab00")
+    assert store.run_ids_with_prefix(tenant, "ab") == ["ab12", "ab34"]
+    assert store.run_ids_with_prefix(tenant, "ab", limit=10) == ["ab12", "ab34", "ab56"]
+    assert store.run_ids_with_prefix(tenant, "cd") == ["cd00"]
+    assert store.run_ids_with_prefix("other", "ab") == ["ab00"]
+    for prefix in ("", "a%", "a_", "_", "X", "x", "AB"):
+        assert store.run_ids_with_prefix(tenant, prefix) == [], prefix
