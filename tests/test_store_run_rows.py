@@ -548,3 +548,30 @@ def test_run_ids_by_prefix_are_the_tenants_hex_ids_in_order(registry: Registry) 
     assert store.run_ids_with_prefix("other", "ab") == ["ab00"]
     for prefix in ("", "a%", "a_", "_", "X", "x", "AB"):
         assert store.run_ids_with_prefix(tenant, prefix) == [], prefix
+
+
+def test_a_finished_run_keeps_every_outcome_column_and_its_metadata(registry: Registry) -> None:
+    """finish_run writes every outcome column of its run only; ``metadata`` replaces the
+    run's when given and is kept when not."""
+    store, tenant = registry.store, registry.tenant
+    first, second, bystander = (
+        new_run(store, tenant),
+        new_run(store, tenant),
+        new_run(store, tenant),
+    )
+    outcome = {
+        "status": "partial", "output": "half", "data": '{"rows": [1, "é"]}', "error": "e",
+        "requires_review": True, "review_reason": "limit", "iterations": 3, "tool_calls": 4,
+        "input_tokens": 5, "output_tokens": 6, "ended_at": WHEN + 9,
+    }  # fmt: skip
+    store.finish_run(first, outcome)
+    store.finish_run(second, {**outcome, "status": "success", "metadata": {"n": "ü"}})
+    row = store.get_run_details(tenant, first)
+    assert row is not None
+    assert {k: row[k] for k in outcome} == {**outcome, "data": {"rows": [1, "é"]}}
+    assert row["metadata"] == {"note": "café ☕"}
+    other = store.get_run_details(tenant, second)
+    assert other is not None and (other["status"], other["metadata"]) == ("success", {"n": "ü"})
+    untouched = store.get_run(tenant, bystander)
+    assert untouched is not None and untouched.status is RunStatus.RUNNING
+    assert untouched.ended_at is None and untouched.iterations == 0
