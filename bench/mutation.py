@@ -65,6 +65,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
             "tests/test_stores.py",
             "tests/test_cli_agents.py",
             "tests/test_store_run_rows.py",
+            "tests/test_store_catalog_rows.py",
             "tests/test_skills.py",
             "tests/test_run_stats.py",
         ],
