@@ -777,6 +777,20 @@ _accept(
     'values["XXstatusXX"] = RunStatus(values["status"])',
     'values["STATUS"] = RunStatus(values["status"])',
 )
+_accept(
+    "stores/agent_rows.py",
+    "json.dumps reads ensure_ascii for truth only: None is falsy like False, the same "
+    "unescaped text (test_run_metadata_is_stored_as_readable_json_text pins False)",
+    'json.dumps(row[c], ensure_ascii=None) if c == "metadata" else row[c]',
+    'params += (json.dumps(values["metadata"], ensure_ascii=None),)',
+)
+_accept(
+    "stores/agent_rows.py",
+    "SQL keywords are case-insensitive: SQLite runs 'begin immediate' and 'commit' as the "
+    "upper-case statements",
+    'cursor.execute("begin immediate")',
+    'cursor.execute("commit")',
+)
 
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-x", "-q", "-k", "not postgres"]
 
