@@ -494,7 +494,7 @@ def _write_links(conn: sa.Connection, kind: str, tenant: str, name: str, definit
         rows = [
             {"tool": t["name"], "access": t.get("access", "execute"),
              "priority": t.get("priority", 0), "config": t.get("config", {})}
-            for t in definition.get("tools", [])
+            for t in definition["tools"]  # a skill row always has its tools (NOT NULL)
         ]  # fmt: skip
     else:
         held = {a["name"]: a for a in definition.get("skill_assignments") or []}
