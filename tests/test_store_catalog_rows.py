@@ -235,20 +235,3 @@ def test_a_changed_definition_gets_its_new_time_and_flag(registry: Registry) -> 
     assert agent is not None
     assert agent["created_at"] < before <= agent["updated_at"]
     assert (agent["enabled"], agent["disabled_reason"]) == (False, "missing: s")
-
-
-def test_versions_come_oldest_first_whatever_order_they_were_stored_in(
-    registry: Registry,
-) -> None:
-    """Version rows written out of order (an import, a migration) still read back by
-    version: PostgreSQL returns a small table's rows in the order they were stored."""
-    from tooldb.stores.schema import catalog_versions
-
-    store, tenant = registry.store, registry.tenant
-    row = {"tenant": tenant, "kind": "agent", "name": "x", "definition": {}, "created_at": WHEN}
-    with store.engine.begin() as conn:
-        for version in (3, 1, 2):
-            values = {**row, "version": version, "content_hash": f"h{version}"}
-            conn.execute(catalog_versions.insert().values(**values))
-    found = store.catalog_versions("agent", tenant, "x")
-    assert [(v["version"], v["content_hash"]) for v in found] == [(1, "h1"), (2, "h2"), (3, "h3")]
