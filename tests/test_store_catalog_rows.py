@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 
 import tests.sample_tools as st
-from tests.test_store_run_rows import WHEN
 from tooldb import Registry
 
 
