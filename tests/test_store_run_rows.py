@@ -278,11 +278,11 @@ def test_runs_whose_lease_expired_are_interrupted_with_what_they_recorded(
 
 
 def test_more_expired_runs_than_one_chunk_are_all_interrupted(registry: Registry) -> None:
-    """The sweep updates in chunks of 500: the 501st run is not left behind."""
+    """The sweep updates in chunks of 500: no run past the first chunks is left behind."""
     from tooldb.stores.schema import runs
 
     store, tenant = registry.store, registry.tenant
-    ids = [f"r{i:04d}" for i in range(501)]
+    ids = [f"r{i:04d}" for i in range(1001)]
     row = {"tenant": tenant, "agent": "a", "mode": "llm", "task": "t", "status": "running",
            "metadata": {}, "started_at": WHEN, "lease_expires_at": WHEN}  # fmt: skip
     with store.engine.begin() as conn:
