@@ -791,6 +791,23 @@ _accept(
     'cursor.execute("begin immediate")',
     'cursor.execute("commit")',
 )
+_accept(
+    "stores/agent_rows.py",
+    "the lease sweep's chunking: steps of 1 or chunks of 501 still name every expired run "
+    "in some UPDATE, and a run already marked no longer matches the sweep's conditions, "
+    "so the same runs are interrupted once each (only the statements' count differs)",
+    "for start in range(0, len(found), ):",
+    "chunk = found[start : start + 501]",
+)
+_accept(
+    "stores/agent_rows.py",
+    "accepted, not equivalent: the sweep's UPDATE repeats the read's conditions and its ids; "
+    "dropping either differs only if another process renews a lease, or inserts an "
+    "expired running run, between the sweep's read and its update (a race no test can "
+    "schedule without a hook in the store)",
+    ".where(*expired)  # not renewed meanwhile",
+    ".where(runs.c.id.in_(chunk), )  # not renewed meanwhile",
+)
 
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-x", "-q", "-k", "not postgres"]
 
