@@ -387,3 +387,28 @@ def test_the_owning_tenant_reads_each_row_back_and_removes_only_its_own(reg: Reg
     assert store.get_skill(tenant, "text") is None and store.get_agent(tenant, "helper") is None
     assert other.skill("text").description == "Theirs."  # the other tenant's is untouched
     assert not store.remove_skill(tenant, "text")
+
+
+def test_traces_follow_at_most_max_depth_levels_and_survive_a_cycle(reg: Registry) -> None:
+    """A chain deeper than MAX_DEPTH (50) is followed 50 levels, up and down; a cycle
+    in corrupt data lists each run of the tree once; many run ids are read in chunks,
+    each row once however often its id is named."""
+    from tests.test_store_run_rows import _decision, new_run
+    from tooldb.stores.provenance_rows import MAX_DEPTH
+    from tooldb.stores.schema import runs
+
+    store, tenant = reg.store, reg.tenant
+    chain = [new_run(store, tenant, run_id="d00")]
+    for level in range(1, MAX_DEPTH + 2):
+        chain.append(new_run(store, tenant, parent=chain[-1], run_id=f"d{level:02d}"))
+    assert [r["id"] for r in store.run_tree(tenant, "d00")] == chain[:MAX_DEPTH]
+    up = [r["id"] for r in store.run_ancestors(tenant, chain[-1])]
+    assert up == chain[-2 : -2 - MAX_DEPTH : -1] and len(up) == MAX_DEPTH
+    first, second = new_run(store, tenant, run_id="x1"), new_run(store, tenant, run_id="x2")
+    with store.engine.begin() as conn:  # x1 -> x2 -> x1: no API makes this
+        conn.execute(runs.update().where(runs.c.id == first).values(parent_run_id=second))
+        conn.execute(runs.update().where(runs.c.id == second).values(parent_run_id=first))
+    assert [r["id"] for r in store.run_tree(tenant, first)] == [first, second]
+    decided = [_decision(store, tenant, "d01"), _decision(store, tenant, "d02")]
+    named = ["d01", *(f"none{i}" for i in range(600)), "d01", "d02"]  # d01 in two chunks
+    assert [d["id"] for d in store.decisions_of_runs(tenant, named)] == decided

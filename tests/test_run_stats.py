@@ -177,3 +177,25 @@ def test_a_sweep_marks_this_tenants_expired_runs_interrupted(registry: Registry)
     (row,) = registry.run_stats(days=1)
     assert (row["runs"], row["interrupted"], row["running"]) == (2, 1, 1)
     assert other.store.get_run(other.tenant, ids["theirs"]).status is RunStatus.RUNNING  # type: ignore[union-attr]
+
+
+def test_outcomes_count_top_level_runs_from_since_by_mode_and_status(registry: Registry) -> None:
+    """A run started exactly at ``since`` counts, one a second earlier does not; a
+    sub-run does not (its parent's business); one agent's runs of a day split by mode
+    and status; another tenant's are not counted."""
+    from tests.test_store_run_rows import new_run
+
+    store, tenant = registry.store, registry.tenant
+    since = 20_000 * 86400.0 + 3600
+    root = new_run(store, tenant, started=since)
+    new_run(store, tenant, parent=root, started=since + 1)
+    new_run(store, tenant, started=since - 1)
+    new_run(store, tenant, mode="router", started=since + 2)
+    new_run(store, tenant, status=RunStatus.PARTIAL, started=since + 3)
+    new_run(store, "other", started=since + 4)
+    rows = store.run_outcomes(tenant, since)
+    assert sorted((r["day"], r["agent"], r["mode"], r["status"], r["runs"]) for r in rows) == [
+        (20_000, "a", "llm", "partial", 1),
+        (20_000, "a", "llm", "running", 1),
+        (20_000, "a", "router", "running", 1),
+    ]

@@ -17,14 +17,24 @@ from tooldb.types import RunStatus
 WHEN = 1_750_000_000.0  # one clock tick shared by every row below
 
 
-def new_run(store: Store, tenant: str, *, parent: str | None = None, run_id: str = "") -> str:
+def new_run(
+    store: Store,
+    tenant: str,
+    *,
+    parent: str | None = None,
+    run_id: str = "",
+    status: RunStatus = RunStatus.RUNNING,
+    mode: str = "llm",
+    started: float = WHEN,
+    lease: float | None = None,
+) -> str:
     run_id = run_id or uuid.uuid4().hex
     store.create_run(
         {
             "id": run_id, "tenant": tenant, "parent_run_id": parent, "agent": "a",
-            "mode": "llm", "model": None, "task": "t", "status": RunStatus.RUNNING.value,
-            "metadata": {"note": "café ☕"}, "started_at": WHEN, "owner": None,
-            "lease_expires_at": None,
+            "mode": mode, "model": None, "task": "t", "status": status.value,
+            "metadata": {"note": "café ☕"}, "started_at": started, "owner": None,
+            "lease_expires_at": lease,
         }
     )  # fmt: skip
     return run_id
@@ -118,62 +128,6 @@ def test_a_failed_run_write_leaves_nothing_and_says_why(registry: Registry) -> N
     assert store.get_run_details("other", run_id) is None
 
 
-def test_skills_and_agents_are_read_and_removed_in_their_tenant(registry: Registry) -> None:
-    store, tenant = registry.store, registry.tenant
-    row = {"name": "helper", "definition": {"name": "helper"}, "content_hash": "h1"}
-    assert store.put_agent(tenant, row) == (1, True)
-    assert store.put_agent(tenant, row) == (1, False)
-    assert store.put_agent(tenant, {**row, "content_hash": "h2"}) == (2, True)
-    assert store.put_agent("other", row) == (1, True)  # its own version line
-    mine = store.get_agent(tenant, "helper")
-    assert mine is not None and mine["version"] == 2 and mine["tenant"] == tenant
-    assert store.get_agent(tenant, "nobody") is None
-    assert store.remove_agent("third", "helper") is False
-    assert store.remove_agent("other", "helper") is True
-    assert store.get_agent("other", "helper") is None
-    assert store.get_agent(tenant, "helper") is not None
-    assert [a["name"] for a in store.list_agents(tenant)] == ["helper"]
-    assert store.list_agents("other") == []
-
-
-def test_removing_a_skill_takes_its_links_and_versions_and_nothing_else(
-    registry: Registry,
-) -> None:
-    store, tenant = registry.store, registry.tenant
-    registry.add(st.echo, st.add)
-    other = registry.for_tenant("other")
-    other.add(st.echo)
-    registry.add_skill({"name": "a", "description": "A.", "tools": ["echo"]})
-    registry.add_skill({"name": "b", "description": "B.", "tools": ["echo", "add"]})
-    other.add_skill({"name": "a", "description": "Theirs.", "tools": ["echo"]})
-    assert store.remove_skill(tenant, "a")
-    assert store.catalog_links("skill", tenant, "a") == []
-    assert store.catalog_versions("skill", tenant, "a") == []
-    assert [r["tool"] for r in store.catalog_links("skill", tenant, "b")] == ["echo", "add"]
-    assert (
-        registry.skill("b").description == "B."
-        and len(store.catalog_versions("skill", tenant, "b")) == 1
-    )
-    assert [r["tool"] for r in store.catalog_links("skill", "other", "a")] == ["echo"]
-    assert len(store.catalog_versions("skill", "other", "a")) == 1
-    assert other.skill("a").description == "Theirs."
-
-
-def test_an_agent_row_keeps_its_skills_version_and_flag(registry: Registry) -> None:
-    store, tenant = registry.store, registry.tenant
-    definition = {"name": "helper", "skills": ["s1", "s2"]}
-    row = {"name": "helper", "definition": definition, "content_hash": "h1"}
-    assert store.put_agent(tenant, row, (False, "missing: s1")) == (1, True)
-    agent = store.get_agent(tenant, "helper")
-    assert agent is not None and (agent["enabled"], agent["disabled_reason"]) == (
-        False,
-        "missing: s1",
-    )
-    assert [r["skill"] for r in store.catalog_links("agent", tenant, "helper")] == ["s1", "s2"]
-    (version,) = store.catalog_versions("agent", tenant, "helper")
-    assert version["definition"] == definition
-
-
 def test_run_messages_come_in_order_and_runs_twenty_at_a_time(registry: Registry) -> None:
     store, tenant = registry.store, registry.tenant
     run_id = new_run(store, tenant)
@@ -205,22 +159,198 @@ def test_runs_are_listed_newest_first_and_definitions_by_name(registry: Registry
     assert [a["name"] for a in store.list_agents(tenant)] == ["a", "b"]
 
 
-def test_a_skill_missing_a_tool_is_stored_disabled_then_enabled(registry: Registry) -> None:
+def test_a_run_write_the_store_refuses_says_what_failed(registry: Registry) -> None:
+    """A write refused for another reason than a constraint names what was written
+    ("failed to write an agent run"), leaves nothing, and the store writes on after."""
     store, tenant = registry.store, registry.tenant
-    definition = {"name": "s", "description": "S.", "tools": ["echo"]}
-    registry.add_skill(definition, allow_missing=True)
-    registry.for_tenant("other").add_skill(definition, allow_missing=True)
-    row = store.get_skill(tenant, "s")
-    assert row is not None and (row["enabled"], row["disabled_reason"]) == (
-        False,
-        "missing: tool 'echo'",
+    run_id = new_run(store, tenant)
+    if store.dialect == "sqlite":  # this test's own file: take the table away
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql("DROP TABLE run_messages")
+        bad = [(0, 0, "user", '{"content": "hi"}')]
+    else:  # not JSON: jsonb refuses it (a data error, not a constraint)
+        bad = [(0, 0, "user", '{"content": "hi"}'), (1, 0, "user", "{not json")]
+    with pytest.raises(StoreError, match="failed to write an agent run: "):
+        store.append_run_messages(run_id, bad)
+    if store.dialect != "sqlite":
+        assert store.run_messages(run_id) == []  # one transaction: neither landed
+    second = new_run(store, tenant)
+    assert {r.id for r in store.list_runs(tenant)} == {run_id, second}
+
+
+def _lease(store: Store, tenant: str, run_id: str) -> Any:
+    details = store.get_run_details(tenant, run_id)
+    assert details is not None
+    return details["lease_expires_at"]
+
+
+def test_leases_are_renewed_only_for_the_named_runs_still_running(registry: Registry) -> None:
+    store, tenant = registry.store, registry.tenant
+    running = [new_run(store, tenant), new_run(store, tenant)]
+    ended = new_run(store, tenant, status=RunStatus.SUCCESS)
+    untouched = new_run(store, tenant)
+    assert store.renew_run_leases([], WHEN + 60) == 0
+    assert store.renew_run_leases([ended], WHEN + 60) == 0
+    assert store.renew_run_leases([*running, ended, "missing"], WHEN + 60) == 2
+    assert [_lease(store, tenant, run_id) for run_id in running] == [WHEN + 60] * 2
+    assert _lease(store, tenant, ended) is None
+    assert _lease(store, tenant, untouched) is None
+
+
+def _call(registry: Registry, tool: str, at: float, ms: float, **extra: Any) -> dict[str, Any]:
+    """A row of the call log, as ``record_calls`` takes it."""
+    found = registry.get(tool)
+    values = {
+        "tenant": registry.tenant, "tool_id": found.id, "tool_name": tool, "tool_version": 1,
+        "run_id": None, "session_id": "t", "arguments": {}, "success": True,
+        "error_kind": None, "error": None, "output_size": 0, "output_preview": None,
+        "duration_ms": ms, "started_at": at,
+    }  # fmt: skip
+    return {**values, **extra}
+
+
+def test_recent_durations_are_the_tools_last_successes_before_a_time(registry: Registry) -> None:
+    """Per tool, newest first: successful calls of this tenant started before ``before``,
+    at most ``limit`` of them; a tool with none gets []."""
+    registry.add(st.add, st.echo)
+    other = registry.for_tenant("other")
+    other.add(st.add)
+    store, tenant = registry.store, registry.tenant
+    store.record_calls(
+        [
+            _call(registry, "add", WHEN - 3, 3.0),
+            _call(registry, "add", WHEN - 2, 2.0),
+            _call(registry, "add", WHEN - 1.5, 99.0, success=False, error_kind="execution"),
+            _call(registry, "add", WHEN - 1, 1.0),
+            _call(registry, "add", WHEN, 50.0),  # not before
+            _call(registry, "echo", WHEN - 1, 7.0),
+            _call(other, "add", WHEN - 0.5, 77.0),
+        ]
     )
-    (version,) = store.catalog_versions("skill", tenant, "s")
-    assert version["definition"]["name"] == "s" and "content_hash" not in version["definition"]
-    registry.add(st.echo)
-    registry.add_skill(definition)  # the same definition, complete now: enabled again
-    row = store.get_skill(tenant, "s")
-    assert row is not None and (row["enabled"], row["disabled_reason"]) == (True, None)
-    assert len(store.catalog_versions("skill", tenant, "s")) == 1  # unchanged: no new version
-    theirs = store.get_skill("other", "s")
-    assert theirs is not None and not theirs["enabled"]  # only this tenant's row changed
+    names = ["add", "echo", "missing"]
+    found = store.recent_durations(tenant, names, before=WHEN, limit=2)
+    assert found == {"add": [1.0, 2.0], "echo": [7.0], "missing": []}
+    assert store.recent_durations(tenant, ["add"], before=WHEN, limit=10) == {
+        "add": [1.0, 2.0, 3.0]
+    }
+    assert store.recent_durations("other", ["add"], before=WHEN, limit=10) == {"add": [77.0]}
+
+
+def test_runs_whose_lease_expired_are_interrupted_with_what_they_recorded(
+    registry: Registry,
+) -> None:
+    """Only this tenant's running runs whose lease ended before ``now``: each gets the
+    calls and turns it recorded, the reason, a review flag and its lease's end."""
+    registry.add(st.add)
+    store, tenant = registry.store, registry.tenant
+    now = WHEN + 100
+    busy = new_run(store, tenant, lease=WHEN + 50)
+    quiet = new_run(store, tenant, lease=WHEN + 60)
+    alive = [new_run(store, tenant, lease=now), new_run(store, tenant, lease=now + 1)]
+    unleased = new_run(store, tenant)
+    ended = new_run(store, tenant, status=RunStatus.SUCCESS, lease=WHEN)
+    theirs = new_run(store, "other", lease=WHEN)
+    store.record_calls([_call(registry, "add", WHEN, 1.0, run_id=busy)] * 2)
+    store.record_calls([_call(registry, "add", WHEN, 1.0, run_id=quiet + "x")])
+    turns = [(0, 0, "user", "{}"), (1, 0, "assistant", "{}"), (2, 2, "tool", "{}")]
+    store.append_run_messages(busy, turns)
+
+    assert sorted(store.interrupt_expired_runs(tenant, now)) == sorted([busy, quiet])
+    rows = {run_id: store.get_run_details(tenant, run_id) for run_id in (busy, quiet)}
+    for run_id, calls, iterations, until in ((busy, 2, 3, WHEN + 50), (quiet, 0, 0, WHEN + 60)):
+        row = rows[run_id]
+        assert row is not None
+        assert (row["status"], row["tool_calls"], row["iterations"], row["ended_at"]) == (
+            "interrupted", calls, iterations, until,
+        )  # fmt: skip
+        assert row["requires_review"] and row["error"] == row["review_reason"]
+        assert row["error"] == (
+            "the process running it stopped before it ended (its lease expired): "
+            "killed, crashed or cut off"
+        )
+    for run_id in (*alive, unleased):
+        record = store.get_run(tenant, run_id)
+        assert record is not None and record.status is RunStatus.RUNNING
+    finished = store.get_run(tenant, ended)
+    assert finished is not None and finished.status is RunStatus.SUCCESS
+    assert store.interrupt_expired_runs(tenant, now) == []
+    assert store.interrupt_expired_runs("other") == [theirs]  # now: the clock's
+
+
+def test_more_expired_runs_than_one_chunk_are_all_interrupted(registry: Registry) -> None:
+    """The sweep updates in chunks of 500: no run past the first chunks is left behind."""
+    from tooldb.stores.schema import runs
+
+    store, tenant = registry.store, registry.tenant
+    ids = [f"r{i:04d}" for i in range(1001)]
+    row = {"tenant": tenant, "agent": "a", "mode": "llm", "task": "t", "status": "running",
+           "metadata": {}, "started_at": WHEN, "lease_expires_at": WHEN}  # fmt: skip
+    with store.engine.begin() as conn:
+        conn.execute(runs.insert(), [{**row, "id": run_id} for run_id in ids])
+    assert sorted(store.interrupt_expired_runs(tenant, WHEN + 1)) == ids
+    assert store.list_runs(tenant, status="running") == []
+
+
+def test_run_ids_by_prefix_are_the_tenants_hex_ids_in_order(registry: Registry) -> None:
+    """Two by default, in id order, of this tenant only; a prefix that is not lowercase
+    hex (LIKE's wildcards, other letters) matches nothing, even an id that is not hex."""
+    store, tenant = registry.store, registry.tenant
+    for run_id in ("ab56", "ab34", "ab12", "cd00", "xa1"):
+        new_run(store, tenant, run_id=run_id)
+    new_run(store, "other", run_id="ab00")
+    assert store.run_ids_with_prefix(tenant, "ab") == ["ab12", "ab34"]
+    assert store.run_ids_with_prefix(tenant, "ab", limit=10) == ["ab12", "ab34", "ab56"]
+    assert store.run_ids_with_prefix(tenant, "cd") == ["cd00"]
+    assert store.run_ids_with_prefix("other", "ab") == ["ab00"]
+    for prefix in ("", "a%", "a_", "_", "X", "x", "AB"):
+        assert store.run_ids_with_prefix(tenant, prefix) == [], prefix
+
+
+def test_a_finished_run_keeps_every_outcome_column_and_its_metadata(registry: Registry) -> None:
+    """finish_run writes every outcome column of its run only; ``metadata`` replaces the
+    run's when given and is kept when not."""
+    store, tenant = registry.store, registry.tenant
+    first, second, bystander = (
+        new_run(store, tenant),
+        new_run(store, tenant),
+        new_run(store, tenant),
+    )
+    outcome = {
+        "status": "partial", "output": "half", "data": '{"rows": [1, "é"]}', "error": "e",
+        "requires_review": True, "review_reason": "limit", "iterations": 3, "tool_calls": 4,
+        "input_tokens": 5, "output_tokens": 6, "ended_at": WHEN + 9,
+    }  # fmt: skip
+    store.finish_run(first, outcome)
+    store.finish_run(second, {**outcome, "status": "success", "metadata": {"n": "ü"}})
+    row = store.get_run_details(tenant, first)
+    assert row is not None
+    assert {k: row[k] for k in outcome} == {**outcome, "data": {"rows": [1, "é"]}}
+    assert row["metadata"] == {"note": "café ☕"}
+    other = store.get_run_details(tenant, second)
+    assert other is not None and (other["status"], other["metadata"]) == ("success", {"n": "ü"})
+    untouched = store.get_run(tenant, bystander)
+    assert untouched is not None and untouched.status is RunStatus.RUNNING
+    assert untouched.ended_at is None and untouched.iterations == 0
+
+
+def test_run_metadata_is_stored_as_readable_json_text(registry: Registry) -> None:
+    """Metadata is stored unescaped (``café``, not ``caf\\u00e9``): the text a SQL tool
+    over the registry reads from ``runs``, at its start and when the run ends."""
+    store, tenant = registry.store, registry.tenant
+    first, second = new_run(store, tenant), new_run(store, tenant)
+    outcome = {column: None for column in ("output", "data", "error", "review_reason")}
+    store.finish_run(
+        second,
+        {**outcome, "status": "success", "requires_review": False, "iterations": 0,
+         "tool_calls": 0, "input_tokens": 0, "output_tokens": 0, "ended_at": WHEN,
+         "metadata": {"n": "ü"}},
+    )  # fmt: skip
+    cast = "metadata" if store.dialect == "sqlite" else "metadata::text"
+    with store.engine.connect() as conn:
+        texts = {
+            run_id: conn.exec_driver_sql(
+                f"SELECT {cast} FROM runs WHERE id = '{run_id}'"
+            ).scalar_one()
+            for run_id in (first, second)
+        }
+    assert "café ☕" in texts[first] and "ü" in texts[second]

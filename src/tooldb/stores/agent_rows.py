@@ -255,6 +255,8 @@ class AgentRows:
             return [dict(row._mapping) for row in conn.execute(query)]
 
     def run_messages(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's messages in order: both drivers decode the JSON column to the
+        message's object (run_log.py writes each as one)."""
         query = (
             sa.select(run_messages.c.seq, run_messages.c.iteration, run_messages.c.message)
             .where(run_messages.c.run_id == run_id)
@@ -262,7 +264,7 @@ class AgentRows:
         )
         with self._guard(), self._reader.connect() as conn:
             return [
-                {"seq": seq, "iteration": iteration, **_json(message)}
+                {"seq": seq, "iteration": iteration, **message}
                 for seq, iteration, message in conn.execute(query)
             ]
 
@@ -492,7 +494,7 @@ def _write_links(conn: sa.Connection, kind: str, tenant: str, name: str, definit
         rows = [
             {"tool": t["name"], "access": t.get("access", "execute"),
              "priority": t.get("priority", 0), "config": t.get("config", {})}
-            for t in definition.get("tools", [])
+            for t in definition["tools"]  # a skill row always has its tools (NOT NULL)
         ]  # fmt: skip
     else:
         held = {a["name"]: a for a in definition.get("skill_assignments") or []}
@@ -506,10 +508,6 @@ def _write_links(conn: sa.Connection, kind: str, tenant: str, name: str, definit
             table.insert(),
             [{**r, "tenant": tenant, owner: name, "position": i} for i, r in enumerate(rows)],
         )
-
-
-def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value
 
 
 def _run_record(row: Any) -> RunRecord:
