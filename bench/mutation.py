@@ -81,7 +81,10 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
         ["src/tooldb/ooda/hypothesise.py", "src/tooldb/ooda/significance.py"],
         ["tests/test_ooda.py", "tests/test_significance.py"],
     ),
-    "optimize": (["src/tooldb/ooda/optimize.py"], ["tests/test_ooda.py"]),
+    "optimize": (
+        ["src/tooldb/ooda/optimize.py"],
+        ["tests/test_ooda.py", "tests/test_ooda_policy.py"],
+    ),
     "limits": (
         ["src/tooldb/agents/limits.py", "src/tooldb/agents/loop.py"],
         [
