@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import tooldb
-from tooldb import Registry, Settings, StoreError
+from tooldb import NotFound, Registry, Settings, StoreError
 
 from .ooda_support import DAY, HOUR, log_calls, pattern, tool_spec
 
@@ -196,6 +196,10 @@ def test_alternatives_at_their_boundaries(open_registry: Opener) -> None:
     log_calls(registry, "proven", pattern(50, 50), start=start, end=end)
     report = registry.ooda(dry_run=True, now=now)
     assert _alternatives(report, "flaky_api") == ["proven", "untried"]
+    registry.add(tool_spec("dead_api", RATES))  # none of its calls succeeds: all better
+    log_calls(registry, "dead_api", [False] * 150, start=start, end=end)
+    report = registry.ooda(dry_run=True, now=now)
+    assert _alternatives(report, "dead_api") == ["proven", "untried"]
     assert registry.store.list_decisions(registry.tenant) == []
     [flaky] = [f for f in report.findings if f.tool == "flaky_api" and f.alternatives]
     relevance = min(a.relevance for a in flaky.alternatives)
@@ -239,3 +243,44 @@ def test_the_notes_say_what_was_left_out(open_registry: Opener) -> None:
     window = registry.settings.ooda_window_s
     log_calls(registry, "skewed", [True], start=now - 1.5 * window, end=now - 1.4 * window)
     assert not any("no calls" in n for n in registry.ooda(now=now).notes)  # one before
+
+
+def test_alternatives_are_looked_for_past_the_first_few_candidates(
+    open_registry: Opener,
+) -> None:
+    """Selection is asked for ``ooda_alternatives`` + 10 candidates, so a better tool
+    ranked below five failing twins is still found."""
+    # untried twins (0.9 expected) count as failing; rates_api's relevance is about 0.45
+    registry = open_registry(ooda_low_success_rate=0.95, ooda_alternative_min_relevance=0.4)
+    twins = [f"twin_{i}" for i in range(6)]
+    registry.add(
+        tool_spec("flaky_api", RATES),
+        *(tool_spec(name, RATES) for name in twins),
+        tool_spec("rates_api", "Exchange rate of a currency, from a second provider."),
+    )
+    now = time.time()
+    start, end = now - 5 * DAY, now - HOUR
+    log_calls(registry, "flaky_api", pattern(250, 75), start=start, end=end)
+    log_calls(registry, "rates_api", pattern(100, 100), start=start, end=end)
+    assert "rates_api" not in registry.select(RATES, k=5, record=False).names
+    report = registry.ooda(dry_run=True, now=now)
+    assert _alternatives(report, "flaky_api") == ["rates_api"]
+
+
+def test_a_tool_removed_while_its_act_is_undone_is_not_found(
+    open_registry: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry = open_registry()
+    registry.add(tool_spec("flaky"))
+    now = time.time()
+    log_calls(registry, "flaky", pattern(300, 30), start=now - 5 * DAY, end=now - DAY)
+    [act] = registry.ooda(now=now).acts
+    store, acquire = registry.store, registry.store.acquire_ooda_lock
+
+    def removed_first(*args: Any) -> Any:  # a person removes the tool meanwhile
+        registry.remove("flaky")
+        return acquire(*args)
+
+    monkeypatch.setattr(store, "acquire_ooda_lock", removed_first)
+    with pytest.raises(NotFound, match=f"tool 'flaky' was removed while undoing act {act.id}"):
+        registry.ooda.undo(act.id)  # type: ignore[arg-type]

@@ -269,3 +269,34 @@ def test_a_held_call_is_recorded_with_its_arguments_and_gets_its_id(registry: Re
     assert logged[rejected.result.call_id].arguments == {"_raw": "{not json"}  # type: ignore[index]
     stats = registry.get("add").stats
     assert (stats.usage_count, stats.success_count) == (1, 1)
+
+
+def test_a_kept_step_holds_the_whole_result_and_why_it_failed(registry: Registry) -> None:
+    """A submitted run's kept call (workers/durable.py replays it): the whole ToolResult
+    but its record's id, values JSON cannot hold by their repr, and the error kind, so a
+    replayed rejected call raises ArgumentError again."""
+    import asyncio
+    import json
+
+    registry.add(sample_tools.add)
+    tool = registry.store.get_tool(registry.tenant, "add")
+    assert tool is not None
+
+    class Odd:
+        def __repr__(self) -> str:
+            return "<odd>"
+
+    recorder = Recorder(registry.store, registry.settings, registry.tenant)
+    ok = Outcome(ToolResult(success=True, output="3", data=Odd()), None, time.time())
+    recorder.record(tool, {"a": 1, "b": 2}, ok, run_id="r", step="call:1")
+    with pytest.raises(ArgumentError):
+        asyncio.run(registry.acall("add", {"a": "x"}, run_id="r", step="call:2"))
+    kept = [registry.store.run_step(registry.tenant, "r", key) for key in ("call:1", "call:2")]
+    first, second = (json.loads(k[1] or "") for k in kept if k is not None)
+    assert first == {
+        "result": {"success": True, "output": "3", "data": "<odd>", "error": None,
+                   "duration_ms": 0.0},
+        "error_kind": None,
+    }  # fmt: skip
+    assert second["error_kind"] == "arguments" and "call_id" not in second["result"]
+    assert second["result"]["success"] is False and "'a'" in second["result"]["error"]
