@@ -189,11 +189,13 @@ def test_alternatives_at_their_boundaries(open_registry: Opener) -> None:
         tool_spec("flaky_api", RATES),
         tool_spec("untried", RATES),  # expects the prior, 0.9: the low-success rate
         tool_spec("proven", RATES),
+        tool_spec("meh", RATES),  # better than flaky_api, but failing itself
     )
     now = time.time()
     start, end = now - 5 * DAY, now - HOUR
     log_calls(registry, "flaky_api", pattern(250, 75), start=start, end=end)
     log_calls(registry, "proven", pattern(50, 50), start=start, end=end)
+    log_calls(registry, "meh", pattern(100, 60), start=start, end=end)
     report = registry.ooda(dry_run=True, now=now)
     assert _alternatives(report, "flaky_api") == ["proven", "untried"]
     registry.add(tool_spec("dead_api", RATES))  # none of its calls succeeds: all better
@@ -213,17 +215,23 @@ def test_an_alternative_expecting_what_the_tool_does_is_not_better(
     open_registry: Opener,
 ) -> None:
     """A degrading tool now at 90% gets no alternative expecting 90% (an untried tool at
-    the prior), only one expecting more."""
+    the prior), only one expecting more; one at 80%, which expects a little more of
+    itself (smoothed towards the prior), is not its own alternative."""
     registry = open_registry(ooda_alternative_min_relevance=0.0)
-    registry.add(tool_spec("falls", RATES), tool_spec("untried", RATES), tool_spec("one_ok", RATES))
+    names = ("falls", "sags", "untried", "one_ok")
+    registry.add(*(tool_spec(name, RATES) for name in names))
     now = time.time()
     window = registry.settings.ooda_window_s
-    log_calls(registry, "falls", [True] * 100, start=now - 1.9 * window, end=now - 1.1 * window)
-    log_calls(registry, "falls", pattern(100, 90), start=now - 0.9 * window, end=now - HOUR)
+    for name, now_successes in (("falls", 90), ("sags", 80)):
+        log_calls(registry, name, [True] * 100, start=now - 1.9 * window, end=now - 1.1 * window)
+        log_calls(registry, name, pattern(100, now_successes), start=now - 0.9 * window,
+                  end=now - HOUR)  # fmt: skip
     log_calls(registry, "one_ok", [True], start=now - 0.5 * window, end=now - HOUR)
     report = registry.ooda(dry_run=True, now=now)
     assert ("degrading", "falls") in {(f.kind.value, f.tool) for f in report.findings}
     assert _alternatives(report, "falls") == ["one_ok"]
+    assert ("degrading", "sags") in {(f.kind.value, f.tool) for f in report.findings}
+    assert _alternatives(report, "sags") == ["falls", "one_ok", "untried"]
 
 
 def test_the_notes_say_what_was_left_out(open_registry: Opener) -> None:
