@@ -300,3 +300,26 @@ def test_a_kept_step_holds_the_whole_result_and_why_it_failed(registry: Registry
     }  # fmt: skip
     assert second["error_kind"] == "arguments" and "call_id" not in second["result"]
     assert second["result"]["success"] is False and "'a'" in second["result"]["error"]
+
+
+def test_arguments_that_bypassed_the_binder_are_still_recorded(registry: Registry) -> None:
+    """The recorder stores whatever bound arguments it is handed (a caller of
+    ``Recorder`` that skipped the binder): none as none, an object with values JSON
+    cannot hold by their repr, anything else under ``_raw``."""
+    registry.add(sample_tools.add)
+    tool = registry.store.get_tool(registry.tenant, "add")
+    assert tool is not None
+
+    class Odd:
+        def __repr__(self) -> str:
+            return "<odd>"
+
+    recorder = Recorder(registry.store, registry.settings, registry.tenant)
+    given: list[Any] = [None, {"a": Odd()}, "text", [1, Odd()]]
+    for arguments in given:
+        outcome = Outcome(ToolResult(success=True, output="3"), None, time.time())
+        recorder.record(tool, arguments, outcome)
+    logged = list(reversed(registry.calls(limit=10)))
+    assert [c.arguments for c in logged] == [
+        None, {"a": "<odd>"}, {"_raw": "text"}, {"_raw": [1, "<odd>"]},
+    ]  # fmt: skip
