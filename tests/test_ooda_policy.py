@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -292,3 +293,23 @@ def test_a_tool_removed_while_its_act_is_undone_is_not_found(
     monkeypatch.setattr(store, "acquire_ooda_lock", removed_first)
     with pytest.raises(NotFound, match=f"tool 'flaky' was removed while undoing act {act.id}"):
         registry.ooda.undo(act.id)  # type: ignore[arg-type]
+
+
+def test_equally_relevant_alternatives_come_most_expected_first(open_registry: Opener) -> None:
+    registry = open_registry(ooda_alternatives=10, ooda_alternative_min_relevance=0.0)
+    twins = [f"twin_{i}" for i in range(6)]
+    registry.add(tool_spec("flaky_api", RATES), *(tool_spec(name, RATES) for name in twins))
+    now = time.time()
+    start, end = now - 5 * DAY, now - HOUR
+    log_calls(registry, "flaky_api", pattern(250, 75), start=start, end=end)
+    for i, name in enumerate(twins):
+        log_calls(registry, name, pattern(100, 94 + i), start=start, end=end)
+    report = registry.ooda(dry_run=True, now=now)
+    [flaky] = [f for f in report.findings if f.tool == "flaky_api" and f.alternatives]
+    found = flaky.alternatives
+    assert sorted(a.tool for a in found) == twins
+    ties = [(a, b) for a, b in pairwise(found) if a.relevance == b.relevance]
+    assert ties  # the hash embedder ranks some twins equally
+    assert all(a.expected_success > b.expected_success for a, b in ties)
+    keys = [(-a.relevance, -a.expected_success) for a in found]
+    assert keys == sorted(keys)

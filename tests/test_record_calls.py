@@ -305,7 +305,8 @@ def test_a_kept_step_holds_the_whole_result_and_why_it_failed(registry: Registry
 def test_arguments_that_bypassed_the_binder_are_still_recorded(registry: Registry) -> None:
     """The recorder stores whatever bound arguments it is handed (a caller of
     ``Recorder`` that skipped the binder): none as none, an object with values JSON
-    cannot hold by their repr, anything else under ``_raw``."""
+    cannot hold by their repr, anything else under ``_raw``, a value that contains
+    itself with a marker."""
     registry.add(sample_tools.add)
     tool = registry.store.get_tool(registry.tenant, "add")
     assert tool is not None
@@ -315,11 +316,16 @@ def test_arguments_that_bypassed_the_binder_are_still_recorded(registry: Registr
             return "<odd>"
 
     recorder = Recorder(registry.store, registry.settings, registry.tenant)
-    given: list[Any] = [None, {"a": Odd()}, "text", [1, Odd()]]
+    loop: dict[str, Any] = {"a": 1}
+    loop["me"] = loop
+    chain: list[Any] = [1]
+    chain.append(chain)
+    given: list[Any] = [None, {"a": Odd()}, "text", [1, Odd()], loop, chain]
     for arguments in given:
         outcome = Outcome(ToolResult(success=True, output="3"), None, time.time())
         recorder.record(tool, arguments, outcome)
     logged = list(reversed(registry.calls(limit=10)))
     assert [c.arguments for c in logged] == [
         None, {"a": "<odd>"}, {"_raw": "text"}, {"_raw": [1, "<odd>"]},
+        {"a": 1, "me": "<contains itself>"}, {"_raw": [1, "<contains itself>"]},
     ]  # fmt: skip
