@@ -313,3 +313,24 @@ def test_equally_relevant_alternatives_come_most_expected_first(open_registry: O
     assert all(a.expected_success > b.expected_success for a, b in ties)
     keys = [(-a.relevance, -a.expected_success) for a in found]
     assert keys == sorted(keys)
+
+
+def test_a_cycle_prunes_evidence_at_its_own_clock_and_says_so(open_registry: Opener) -> None:
+    """A real cycle (not a dry run) drops the evidence of removed tools and, on the
+    cycle's clock (``now``), evidence not seen for ``evidence_max_age_s``; the counts
+    are in the report and, when any, in its notes."""
+    registry = open_registry()
+    registry.add(tool_spec("rates", RATES), tool_spec("gone"))
+    assert registry.learn("convert dollars to euros", "rates")
+    assert registry.learn("probe the gone service", "gone")
+    registry.remove("gone")
+    assert registry.ooda(dry_run=True).evidence_pruned == {} and len(registry.evidence()) == 2
+    report = registry.ooda()
+    assert report.evidence_pruned == {"stale": 0, "contradicted": 0, "removed tools": 1}
+    assert report.notes[-1] == "evidence pruned: 0 stale, 0 contradicted, 1 removed tools"
+    assert [row.tool for row in registry.evidence()] == ["rates"]
+    quiet = registry.ooda()
+    assert not any("evidence pruned" in note for note in quiet.notes)
+    later = time.time() + registry.settings.evidence_max_age_s + 60
+    assert registry.ooda(now=later).evidence_pruned["stale"] == 1
+    assert registry.evidence() == []

@@ -329,3 +329,13 @@ def test_arguments_that_bypassed_the_binder_are_still_recorded(registry: Registr
         None, {"a": "<odd>"}, {"_raw": "text"}, {"_raw": [1, "<odd>"]},
         {"a": 1, "me": "<contains itself>"}, {"_raw": [1, "<contains itself>"]},
     ]  # fmt: skip
+
+
+def test_a_rejected_call_s_non_finite_number_is_recorded_as_its_name(registry: Registry) -> None:
+    """Arguments the binder refused are stored as given, made storable: NaN, which
+    PostgreSQL's JSON refuses, becomes the text ``nan``."""
+    registry.add(sample_tools.add)
+    with pytest.raises(ArgumentError):
+        registry.call("add", {"a": float("nan")})
+    [logged] = registry.calls()
+    assert logged.arguments == {"a": "nan"} and logged.error_kind == "arguments"
