@@ -339,3 +339,19 @@ def test_a_rejected_call_s_non_finite_number_is_recorded_as_its_name(registry: R
         registry.call("add", {"a": float("nan")})
     [logged] = registry.calls()
     assert logged.arguments == {"a": "nan"} and logged.error_kind == "arguments"
+
+
+def test_the_stored_error_is_cut_past_record_output_chars(store_url: str) -> None:
+    """An error text of up to ``record_output_chars`` characters is stored whole; a
+    longer one is cut there, with a note of its full length."""
+    settings = Settings(embedder="hash", url=store_url, record_output_chars=5)
+    with tooldb.open(store_url, settings=settings) as registry:
+        registry.add(sample_tools.add)
+        tool = registry.store.get_tool(registry.tenant, "add")
+        assert tool is not None
+        recorder = Recorder(registry.store, registry.settings, registry.tenant)
+        for error in ("kaput", "kaput!"):
+            failed = Outcome(ToolResult.failure(error), ErrorKind.EXECUTION, time.time())
+            recorder.record(tool, {"a": 1}, failed)
+        errors = [c.error for c in reversed(registry.calls(limit=2))]
+        assert errors == ["kaput", "kaput... [cut: 6 characters in all]"]
