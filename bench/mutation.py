@@ -161,6 +161,17 @@ _accept(
     "for selection, decision_id in zip(selections, decision_ids, strict=False):",
 )
 _accept(
+    "recording.py",
+    "accepted, not equivalent: without pydantic's repr fallback an object JSON cannot hold "
+    "raises, and the except branch stores storable_arguments(arguments), the same repr form "
+    "(tested); the two differ only for a NaN or infinity, which the binder refuses, so only "
+    "a caller handing Recorder unbound arguments with one could tell",
+    "return to_jsonable_python(arguments, fallback=None)",
+    "return to_jsonable_python(arguments, )",
+    'return {"_raw": to_jsonable_python(arguments, fallback=None)}',
+    'return {"_raw": to_jsonable_python(arguments, )}',
+)
+_accept(
     "ooda/optimize.py",
     "the duration of the cycle is reported, not promised: no test can pin wall time",
     "duration_ms=(time.time() - started) / 1000, window_start=middle, window_end=end,",

@@ -62,6 +62,8 @@ def test_a_cycle_that_outlived_its_lease_does_not_act(
     with pytest.raises(StoreError, match=r"outlived its lease \(ooda_lock_ttl_s 0.05 s\)"):
         registry.ooda(now=now)
     assert registry.get("flaky").enabled and registry.ooda.history() == []
+    [cycle] = registry.store.list_cycles(registry.tenant)
+    assert cycle["acts"] == 0  # analysed, then stopped before acting
 
 
 def test_reenables_by_hand_are_reconciled_past_tools_still_disabled(
@@ -334,3 +336,39 @@ def test_a_cycle_prunes_evidence_at_its_own_clock_and_says_so(open_registry: Ope
     later = time.time() + registry.settings.evidence_max_age_s + 60
     assert registry.ooda(now=later).evidence_pruned["stale"] == 1
     assert registry.evidence() == []
+
+
+def test_a_reenabled_tool_that_no_longer_fails_is_neither_held_nor_acted_on(
+    open_registry: Opener,
+) -> None:
+    """Held is for a re-enabled tool its whole window would still condemn; once its
+    calls since and the window both pass, the cycle says nothing about it."""
+    registry = open_registry()
+    registry.add(tool_spec("flaky"))
+    now = time.time()
+    log_calls(registry, "flaky", pattern(300, 30), start=now - 5 * DAY, end=now - DAY)
+    [disable] = registry.ooda(now=now).acts
+    registry.ooda.undo(disable.id)  # type: ignore[arg-type]
+    later = time.time() + 1
+    log_calls(registry, "flaky", [True] * 400, start=later, end=later + 100)
+    report = registry.ooda(now=later + 200)  # 430 of 700 in the window: 61%
+    assert report.acts == [] and report.held == [] and registry.get("flaky").enabled
+
+
+def test_alternatives_are_ranked_for_what_the_tool_does_not_its_name(
+    open_registry: Opener,
+) -> None:
+    registry = open_registry()
+    registry.add(
+        tool_spec("fx_v1", RATES),
+        tool_spec("rates_api", "Exchange rate of a currency, from a second provider."),
+        tool_spec("fx_v2", "Send a text message to a phone."),
+        tool_spec("fx_v3", "Resize an image file."),
+    )
+    now = time.time()
+    start, end = now - 5 * DAY, now - HOUR
+    log_calls(registry, "fx_v1", pattern(250, 75), start=start, end=end)
+    log_calls(registry, "rates_api", pattern(50, 48), start=start, end=end)
+    report = registry.ooda(dry_run=True, now=now)
+    [fx] = [f for f in report.findings if f.tool == "fx_v1" and f.alternatives]
+    assert fx.alternatives[0].tool == "rates_api"
