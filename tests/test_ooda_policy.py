@@ -372,3 +372,29 @@ def test_alternatives_are_ranked_for_what_the_tool_does_not_its_name(
     report = registry.ooda(dry_run=True, now=now)
     [fx] = [f for f in report.findings if f.tool == "fx_v1" and f.alternatives]
     assert fx.alternatives[0].tool == "rates_api"
+
+
+def test_a_candidate_below_the_relevance_floor_does_not_hide_those_ranked_after_it(
+    open_registry: Opener,
+) -> None:
+    """Selection ranks by its final score, which a tool's record raises: a fast, always
+    successful but barely relevant tool can rank above a relevant one, which is still
+    an alternative."""
+    registry = open_registry(ooda_alternative_min_relevance=0.58)
+    registry.add(
+        tool_spec("fx_v1", RATES),
+        tool_spec("rates_api", "Exchange rate of a currency, from a second provider."),
+        tool_spec("fx_v2", "Send a text message to a phone."),  # relevance about 0.6
+        tool_spec("fx_v3", "Resize an image file."),  # about 0.54
+    )
+    now = time.time()
+    start, end = now - 5 * DAY, now - HOUR
+    log_calls(registry, "fx_v1", pattern(250, 75), start=start, end=end)
+    log_calls(registry, "rates_api", pattern(50, 48), start=start, end=end)
+    log_calls(registry, "fx_v3", [True] * 200, start=start, end=end, durations=[1.0] * 200)
+    log_calls(registry, "fx_v2", pattern(20, 15), start=start, end=end, durations=[5e3] * 20)
+    ranked = registry.select(RATES, k=4, record=False).candidates
+    assert [c.name for c in ranked][2:] == ["fx_v3", "fx_v2"]
+    assert ranked[2].relevance < 0.58 <= ranked[3].relevance
+    report = registry.ooda(dry_run=True, now=now)
+    assert _alternatives(report, "fx_v1") == ["fx_v2", "rates_api"]
