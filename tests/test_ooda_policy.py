@@ -241,10 +241,11 @@ def test_the_notes_say_what_was_left_out(open_registry: Opener) -> None:
     registry = open_registry()
     registry.add(tool_spec("skewed"), tool_spec("gone"))
     now = time.time()
-    log_calls(registry, "skewed", [True] * 3, start=now + HOUR, end=now + 2 * HOUR)
+    ahead, beyond = now + HOUR, now + 2 * HOUR
+    log_calls(registry, "skewed", [True] * 3, start=ahead, end=beyond)
     log_calls(registry, "gone", [True] * 2, start=now - 2 * DAY, end=now - DAY)
     registry.remove("gone")
-    latest = now + HOUR + 2.5 * HOUR / 3
+    latest = ahead + 2.5 * ((beyond - ahead) / 3)  # the last stamp, computed as log_calls does
     assert registry.ooda(now=now).notes == [
         f"3 calls are stamped in the future (latest {_iso(latest)}): clock skew; they are "
         "in no window",
