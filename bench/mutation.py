@@ -82,7 +82,10 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
         ["src/tooldb/ooda/hypothesise.py", "src/tooldb/ooda/significance.py"],
         ["tests/test_ooda.py", "tests/test_significance.py"],
     ),
-    "optimize": (["src/tooldb/ooda/optimize.py"], ["tests/test_ooda.py"]),
+    "optimize": (
+        ["src/tooldb/ooda/optimize.py"],
+        ["tests/test_ooda.py", "tests/test_ooda_policy.py"],
+    ),
     "limits": (
         ["src/tooldb/agents/limits.py", "src/tooldb/agents/loop.py"],
         [
@@ -161,6 +164,17 @@ _accept(
     "for selection, decision_id in zip(selections, decision_ids, strict=False):",
 )
 _accept(
+    "recording.py",
+    "accepted, not equivalent: without pydantic's repr fallback an object JSON cannot hold "
+    "raises, and the except branch stores storable_arguments(arguments), the same repr form "
+    "(tested); the two differ only for a NaN or infinity, which the binder refuses, so only "
+    "a caller handing Recorder unbound arguments with one could tell",
+    "return to_jsonable_python(arguments, fallback=None)",
+    "return to_jsonable_python(arguments, )",
+    'return {"_raw": to_jsonable_python(arguments, fallback=None)}',
+    'return {"_raw": to_jsonable_python(arguments, )}',
+)
+_accept(
     "ooda/optimize.py",
     "the duration of the cycle is reported, not promised: no test can pin wall time",
     "duration_ms=(time.time() - started) / 1000, window_start=middle, window_end=end,",
@@ -172,6 +186,57 @@ _accept(
     "alternatives are rounded for display; 6 or 7 digits, or none, compare the same in "
     "every ordering the report makes",
     "expected_success=round(expected, 7),",
+)
+_accept(
+    "ooda/optimize.py",
+    "accepted, not equivalent: selection is asked for alternatives + 10 candidates as a "
+    "cost bound, not a promise; one more differs only when exactly that many candidates "
+    "ranked above a better tool are all excluded (tested: a better tool past the first "
+    "five is found)",
+    "tool.description or tool.name, k=limits.alternatives + 11, record=False",
+)
+_accept(
+    "ooda/optimize.py",
+    "a stored override is the undone_at of a reversed disable: an undo enables the tool "
+    "with updated_at set to that same moment, a re-enable by hand is reconciled at "
+    "max(updated_at, ...) no later than updated_at, and updated_at only moves forward; so "
+    "it is never above when = max(updated_at, ...) and max() gives when whatever the default",
+    "overrides[tool.id] = max(overrides.get(None, 0.0), when)",
+    "overrides[tool.id] = max(overrides.get(tool.id, 1.0), when)",
+)
+_accept(
+    "ooda/optimize.py",
+    "disable=None is falsy like False: _record gives set_enabled=None and "
+    "only_if_enabled=None either way",
+    "acts.append(self._record(row, disable=None, dry_run=dry_run))",
+)
+_accept(
+    "ooda/optimize.py",
+    "overridden is read only in `overridden and _fails(tool.now...)`: None is as falsy as "
+    "False, and when no override applies the counts judged are tool.now's, so that branch "
+    "is reached only when _fails(tool.now...) is False and True changes nothing",
+    "overridden = None",
+    "overridden = True",
+)
+_accept(
+    "ooda/optimize.py",
+    "an override exactly at the window's start: window_counts(since=start, end) counts "
+    "[start, end), the same calls as the scan's window, so the judgement, its Held text "
+    "(only when the tool fails on its window, which it then does not) and its evidence "
+    "(window_start = since = start) are the same",
+    "if override is not None and override >= self.start:",
+)
+_accept(
+    "ooda/optimize.py",
+    "only_if_enabled is applied by apply_act only with set_enabled; a re-enable's record "
+    "(disable False) has set_enabled None, so True there is ignored",
+    "only_if_enabled=True if (disable) or True else None,",
+)
+_accept(
+    "ooda/optimize.py",
+    "no caller passes None: a lease's since and a future call's time are floats whenever "
+    "they are reported, an undone act's undone_at is checked not None first",
+    'return "XX-XX"',
 )
 
 _accept(

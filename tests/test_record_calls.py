@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,10 @@ import tooldb
 from tests import sample_tools
 from tooldb import ArgumentError, Registry, Settings, StoreError
 from tooldb.agents import AgentLoop, run_task
+from tooldb.execution import Outcome
 from tooldb.models import ScriptedModel, call
+from tooldb.recording import HeldRecords, Recorder
+from tooldb.types import ErrorKind, ToolResult
 
 from .ooda_support import tool_spec
 
@@ -219,3 +223,135 @@ def test_an_agent_run_records_its_calls_arguments_through_the_held_path(
     logged = registry.calls(run_id=result.run_id)
     assert sorted((c.arguments["a"], c.output_preview) for c in logged) == [(1, "3"), (3, "4")]
     assert {u.call_id for u in result.tool_calls} == {c.id for c in logged}
+
+
+def test_held_records_commit_a_run_s_messages_and_decisions_without_calls(
+    registry: Registry,
+) -> None:
+    """``HeldRecords`` commits whatever it holds: a run's messages and a selection's
+    decision with no call among them are written, and the selection gets its decision
+    id at the commit (the hold's size counts every kind, none cancels another)."""
+    registry.add(sample_tools.add)
+    run_id = uuid.uuid4().hex
+    registry.store.create_run(
+        {
+            "id": run_id, "tenant": registry.tenant, "parent_run_id": None, "agent": None,
+            "mode": "llm", "model": None, "task": "t", "metadata": {}, "status": "running",
+            "started_at": time.time(), "owner": None, "lease_expires_at": None,
+        }
+    )  # fmt: skip
+    held = HeldRecords(Recorder(registry.store, registry.settings, registry.tenant), limit=4)
+    held.hold_messages((run_id, [(0, 0, "user", '{"role": "user", "content": "add"}')]))
+    selection = registry.select("add two numbers", k=1, run_id=run_id, hold=held)
+    assert len(held) == 2 and selection.decision_id is None  # held, not written yet
+    held.commit()
+    assert len(held) == 0 and selection.decision_id is not None
+    decision = registry.store.get_decision(registry.tenant, selection.decision_id)
+    assert decision is not None and decision["run_id"] == run_id
+    assert [m["role"] for m in registry.store.run_messages(run_id)] == ["user"]
+
+
+def test_a_held_call_is_recorded_with_its_arguments_and_gets_its_id(registry: Registry) -> None:
+    """The held path records what the call was given: bound arguments as they are, a
+    rejected call's arguments as sent (logged, not counted), each result's ``call_id``
+    set at the commit."""
+    registry.add(sample_tools.add)
+    tool = registry.store.get_tool(registry.tenant, "add")
+    assert tool is not None
+    held = HeldRecords(Recorder(registry.store, registry.settings, registry.tenant), limit=2)
+    good = Outcome(ToolResult(success=True, output="3"), None, time.time())
+    rejected = Outcome(ToolResult.failure("bad"), ErrorKind.ARGUMENTS, time.time())
+    held.hold(tool, {"a": 1, "b": 2}, good, None, None)
+    assert good.result.call_id is None
+    held.hold(tool, "{not json", rejected, None, None)  # the second call commits both
+    logged = {c.id: c for c in registry.calls(limit=10)}
+    assert logged[good.result.call_id].arguments == {"a": 1, "b": 2}  # type: ignore[index]
+    assert logged[rejected.result.call_id].arguments == {"_raw": "{not json"}  # type: ignore[index]
+    stats = registry.get("add").stats
+    assert (stats.usage_count, stats.success_count) == (1, 1)
+
+
+def test_a_kept_step_holds_the_whole_result_and_why_it_failed(registry: Registry) -> None:
+    """A submitted run's kept call (workers/durable.py replays it): the whole ToolResult
+    but its record's id, values JSON cannot hold by their repr, and the error kind, so a
+    replayed rejected call raises ArgumentError again."""
+    import asyncio
+    import json
+
+    registry.add(sample_tools.add)
+    tool = registry.store.get_tool(registry.tenant, "add")
+    assert tool is not None
+
+    class Odd:
+        def __repr__(self) -> str:
+            return "<odd>"
+
+    recorder = Recorder(registry.store, registry.settings, registry.tenant)
+    ok = Outcome(ToolResult(success=True, output="3", data=Odd()), None, time.time())
+    recorder.record(tool, {"a": 1, "b": 2}, ok, run_id="r", step="call:1")
+    with pytest.raises(ArgumentError):
+        asyncio.run(registry.acall("add", {"a": "x"}, run_id="r", step="call:2"))
+    kept = [registry.store.run_step(registry.tenant, "r", key) for key in ("call:1", "call:2")]
+    first, second = (json.loads(k[1] or "") for k in kept if k is not None)
+    assert first == {
+        "result": {"success": True, "output": "3", "data": "<odd>", "error": None,
+                   "duration_ms": 0.0},
+        "error_kind": None,
+    }  # fmt: skip
+    assert second["error_kind"] == "arguments" and "call_id" not in second["result"]
+    assert second["result"]["success"] is False and "'a'" in second["result"]["error"]
+
+
+def test_arguments_that_bypassed_the_binder_are_still_recorded(registry: Registry) -> None:
+    """The recorder stores whatever bound arguments it is handed (a caller of
+    ``Recorder`` that skipped the binder): none as none, an object with values JSON
+    cannot hold by their repr, anything else under ``_raw``, a value that contains
+    itself with a marker."""
+    registry.add(sample_tools.add)
+    tool = registry.store.get_tool(registry.tenant, "add")
+    assert tool is not None
+
+    class Odd:
+        def __repr__(self) -> str:
+            return "<odd>"
+
+    recorder = Recorder(registry.store, registry.settings, registry.tenant)
+    loop: dict[str, Any] = {"a": 1}
+    loop["me"] = loop
+    chain: list[Any] = [1]
+    chain.append(chain)
+    given: list[Any] = [None, {"a": Odd()}, "text", [1, Odd()], loop, chain]
+    for arguments in given:
+        outcome = Outcome(ToolResult(success=True, output="3"), None, time.time())
+        recorder.record(tool, arguments, outcome)
+    logged = list(reversed(registry.calls(limit=10)))
+    assert [c.arguments for c in logged] == [
+        None, {"a": "<odd>"}, {"_raw": "text"}, {"_raw": [1, "<odd>"]},
+        {"a": 1, "me": "<contains itself>"}, {"_raw": [1, "<contains itself>"]},
+    ]  # fmt: skip
+
+
+def test_a_rejected_call_s_non_finite_number_is_recorded_as_its_name(registry: Registry) -> None:
+    """Arguments the binder refused are stored as given, made storable: NaN, which
+    PostgreSQL's JSON refuses, becomes the text ``nan``."""
+    registry.add(sample_tools.add)
+    with pytest.raises(ArgumentError):
+        registry.call("add", {"a": float("nan")})
+    [logged] = registry.calls()
+    assert logged.arguments == {"a": "nan"} and logged.error_kind == "arguments"
+
+
+def test_the_stored_error_is_cut_past_record_output_chars(store_url: str) -> None:
+    """An error text of up to ``record_output_chars`` characters is stored whole; a
+    longer one is cut there, with a note of its full length."""
+    settings = Settings(embedder="hash", url=store_url, record_output_chars=5)
+    with tooldb.open(store_url, settings=settings) as registry:
+        registry.add(sample_tools.add)
+        tool = registry.store.get_tool(registry.tenant, "add")
+        assert tool is not None
+        recorder = Recorder(registry.store, registry.settings, registry.tenant)
+        for error in ("kaput", "kaput!"):
+            failed = Outcome(ToolResult.failure(error), ErrorKind.EXECUTION, time.time())
+            recorder.record(tool, {"a": 1}, failed)
+        errors = [c.error for c in reversed(registry.calls(limit=2))]
+        assert errors == ["kaput", "kaput... [cut: 6 characters in all]"]
