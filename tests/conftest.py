@@ -12,9 +12,10 @@ import shutil
 import sqlite3
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -178,3 +179,20 @@ def http_registry(store_url: str) -> Iterator[Registry]:
     reg = tooldb.open(store_url, settings=settings)
     yield reg
     reg.close()
+
+
+@pytest.fixture
+def open_registry(store_url: str) -> Iterator[Callable[..., Registry]]:
+    """Registries on the test store with settings overridden per test (the OODA tests);
+    each is closed after the test."""
+    opened: list[Registry] = []
+
+    def make(tenant: str | None = None, **overrides: Any) -> Registry:
+        settings = Settings(embedder="hash", url=store_url, **overrides)
+        registry = tooldb.open(store_url, tenant, settings=settings)
+        opened.append(registry)
+        return registry
+
+    yield make
+    for registry in opened:
+        registry.close()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from tooldb import Registry
 
 HOUR = 3600.0
 DAY = 86_400.0
+
+
+Opener = Callable[..., Registry]
 
 
 def log_calls(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,25 +15,7 @@ import pytest
 import tooldb
 from tooldb import NotFound, Registry, Settings, ToolDisabled, UsageError
 
-from .ooda_support import DAY, HOUR, log_calls, pattern, tool_spec
-
-Opener = Callable[..., Registry]
-
-
-@pytest.fixture
-def open_registry(store_url: str) -> Iterator[Opener]:
-    """Registries on the test store with OODA settings overridden per test."""
-    opened: list[Registry] = []
-
-    def make(tenant: str | None = None, **overrides: Any) -> Registry:
-        settings = Settings(embedder="hash", url=store_url, **overrides)
-        registry = tooldb.open(store_url, tenant, settings=settings)
-        opened.append(registry)
-        return registry
-
-    yield make
-    for registry in opened:
-        registry.close()
+from .ooda_support import DAY, HOUR, Opener, log_calls, pattern, tool_spec
 
 
 def kinds(report: Any) -> set[tuple[str, str]]:

@@ -5,36 +5,17 @@ windows' bounds, the alternatives' boundaries, the notes, and the listing defaul
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Any
 
 import pytest
 
-import tooldb
-from tooldb import NotFound, Registry, Settings, StoreError
+from tooldb import NotFound, StoreError
 
-from .ooda_support import DAY, HOUR, log_calls, pattern, tool_spec
+from .ooda_support import DAY, HOUR, Opener, log_calls, pattern, tool_spec
 
-Opener = Callable[..., Registry]
 RATES = "Fetch the exchange rate of a currency."
-
-
-@pytest.fixture
-def open_registry(store_url: str) -> Iterator[Opener]:
-    """Registries on the test store with OODA settings overridden per test."""
-    opened: list[Registry] = []
-
-    def make(tenant: str | None = None, **overrides: Any) -> Registry:
-        settings = Settings(embedder="hash", url=store_url, **overrides)
-        registry = tooldb.open(store_url, tenant, settings=settings)
-        opened.append(registry)
-        return registry
-
-    yield make
-    for registry in opened:
-        registry.close()
 
 
 def _iso(timestamp: float) -> str:
