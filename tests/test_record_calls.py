@@ -191,11 +191,6 @@ def test_a_call_records_its_arguments_error_and_output_as_given(registry: Regist
     is no object kept verbatim under ``_raw``, values JSON cannot hold by their repr), the
     error text, and no preview for an empty output."""
     registry.add(sample_tools.add, sample_tools.fail, sample_tools.noop)
-
-    class Odd:
-        def __repr__(self) -> str:
-            return "<odd>"
-
     assert registry.call("add", {"a": 2, "b": 3}).success
     assert not registry.call("fail", {"message": "kaput"}).success
     assert registry.call("noop").success
@@ -203,7 +198,7 @@ def test_a_call_records_its_arguments_error_and_output_as_given(registry: Regist
         with pytest.raises(ArgumentError):
             registry.call("add", raw)  # type: ignore[arg-type]
     with pytest.raises(ArgumentError):
-        registry.call("add", {"a": Odd()})
+        registry.call("add", {"a": _Odd()})
     logged = list(reversed(registry.calls(limit=10)))
     assert [c.arguments for c in logged] == [
         {"a": 2, "b": 3}, {"message": "kaput"}, {}, {"_raw": "{not json"}, {"_raw": [1, 2]},
@@ -278,16 +273,8 @@ def test_a_kept_step_holds_the_whole_result_and_why_it_failed(registry: Registry
     import asyncio
     import json
 
-    registry.add(sample_tools.add)
-    tool = registry.store.get_tool(registry.tenant, "add")
-    assert tool is not None
-
-    class Odd:
-        def __repr__(self) -> str:
-            return "<odd>"
-
-    recorder = Recorder(registry.store, registry.settings, registry.tenant)
-    ok = Outcome(ToolResult(success=True, output="3", data=Odd()), None, time.time())
+    tool, recorder = _add_with_recorder(registry)
+    ok = Outcome(ToolResult(success=True, output="3", data=_Odd()), None, time.time())
     recorder.record(tool, {"a": 1, "b": 2}, ok, run_id="r", step="call:1")
     with pytest.raises(ArgumentError):
         asyncio.run(registry.acall("add", {"a": "x"}, run_id="r", step="call:2"))
@@ -307,20 +294,12 @@ def test_arguments_that_bypassed_the_binder_are_still_recorded(registry: Registr
     ``Recorder`` that skipped the binder): none as none, an object with values JSON
     cannot hold by their repr, anything else under ``_raw``, a value that contains
     itself with a marker."""
-    registry.add(sample_tools.add)
-    tool = registry.store.get_tool(registry.tenant, "add")
-    assert tool is not None
-
-    class Odd:
-        def __repr__(self) -> str:
-            return "<odd>"
-
-    recorder = Recorder(registry.store, registry.settings, registry.tenant)
+    tool, recorder = _add_with_recorder(registry)
     loop: dict[str, Any] = {"a": 1}
     loop["me"] = loop
     chain: list[Any] = [1]
     chain.append(chain)
-    given: list[Any] = [None, {"a": Odd()}, "text", [1, Odd()], loop, chain]
+    given: list[Any] = [None, {"a": _Odd()}, "text", [1, _Odd()], loop, chain]
     for arguments in given:
         outcome = Outcome(ToolResult(success=True, output="3"), None, time.time())
         recorder.record(tool, arguments, outcome)
@@ -355,3 +334,18 @@ def test_the_stored_error_is_cut_past_record_output_chars(store_url: str) -> Non
             recorder.record(tool, {"a": 1}, failed)
         errors = [c.error for c in reversed(registry.calls(limit=2))]
         assert errors == ["kaput", "kaput... [cut: 6 characters in all]"]
+
+
+class _Odd:
+    """A value JSON cannot hold: recorded by its repr."""
+
+    def __repr__(self) -> str:
+        return "<odd>"
+
+
+def _add_with_recorder(registry: Registry) -> tuple[Any, Recorder]:
+    """The sample ``add`` tool's stored record and a recorder on the same store."""
+    registry.add(sample_tools.add)
+    tool = registry.store.get_tool(registry.tenant, "add")
+    assert tool is not None
+    return tool, Recorder(registry.store, registry.settings, registry.tenant)
