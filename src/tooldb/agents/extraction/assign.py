@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .choices import choice_of, listed_choices
+from .phrases import COMMANDS, TEXT_CUES, after_colon, command_after, cue_phrase
 from .switches import ABLATED
 from .text import (
     END_WORDS,
@@ -30,7 +31,7 @@ from .text import (
     stem,
     words,
 )
-from .values import Span, find_spans, unlabelled
+from .values import Span, find_spans
 
 STRONG = 4.0
 NUMBERS = frozenset({"number", "word number"})
@@ -39,8 +40,6 @@ _LINK = re.compile(
     r"around|approximately|roughly|be|for|by|per|on|at|up to)\W+)*[^\w,]*",
     re.IGNORECASE,
 )
-_TEXT_CUES = ("text", "query", "message", "content", "prompt", "question", "sentence", "input",
-              "keyword", "search", "term", "statement", "answer")  # fmt: skip
 _PLACE_CUES = ("location", "city", "place", "country", "region", "address", "area", "state",
                "destination", "origin", "venue", "town")  # fmt: skip
 _MAKER_CUES = ("artist", "author", "creator", "composer", "director", "writer", "band",
@@ -51,11 +50,6 @@ _KIND_CUES = (
     ("email", ("email", "mail")),
     ("url", ("url", "link", "endpoint", "website", "uri", "site")),
     ("path", ("path", "file", "directory", "folder", "filename")),
-)
-_PHRASE_STOP = re.compile(
-    r"[,.;:!?()\"]|\b(?:and|or|but|with|from|to|in|on|at|for|by|of|that|which|who|if|"
-    r"when|where|using|based|within|between|into|after|before|during|than)\b",
-    re.IGNORECASE,
 )
 
 
@@ -76,108 +70,156 @@ def extract_arguments(
     task: str, schema: dict[str, Any], *, topic: str = "", spans: list[Span] | None = None
 ) -> Extraction:
     """Arguments for ``schema`` (a JSON Schema object) from ``task``. ``topic`` (the
-    tool's name and description) names words that are no values for free-text fallbacks."""
-    params = params_of(schema)
-    found = find_spans(task) if spans is None else spans
-    out = Extraction()
-    used: list[Span] = []
-    lowered = task.lower()
-
-    def take(param: Param, value: Any, span: Span | None, why: str) -> None:
-        out.arguments[param.name] = value
-        out.notes[param.name] = why
-        if span is not None:
-            used.append(span)
-            out.spans[param.name] = span
-
-    def free(span: Span) -> bool:
-        return not any(span.overlaps(u) for u in used)
-
-    # 1. choices: enum values and the options a description quotes
-    for param in params if "choices" not in ABLATED else ():
-        choice = choice_of(task, lowered, param, free)
-        if choice is not None:
-            take(param, choice[0], choice[1], choice[2])
-            out.strong.add(param.name)
-            alternatives = listed_choices(task, param, choice[1])
-            if alternatives:
-                out.alternatives[param.name] = [option for option, _ in alternatives]
-                used.extend(span for _, span in alternatives)
-    # 1b. a command parameter: the command the task says to use ("using docker ps")
-    for param in params if COMMANDS not in ABLATED else ():
-        command = _command(task, param) if param.name not in out.arguments else None
-        if command is not None:
-            take(param, command.value, command, f"the command after {command.unit!r}")
-            out.strong.add(param.name)
-    # 2. strong evidence, best first
-    pairs: list[tuple[float, int, int, Param, Span, Any, str]] = []
-    for p_index, param in enumerate(params):
-        if param.name in out.arguments or param.kind == "array":
-            continue
-        for span in found:
-            value = _convert(param, span)
-            if value is None:
-                continue
-            score, why = _evidence(task, param, span)
-            pairs.append((score, -span.start, -p_index, param, span, value, why))
-    pairs.sort(key=lambda p: (p[0], p[1], p[2]), reverse=True)
-    for score, _, _, param, span, value, why in pairs:
-        if score >= STRONG and param.name not in out.arguments and free(span):
-            take(param, value, span, why)
-            out.strong.add(param.name)
-    # 3. arrays: a list of like values (the one named, else the first that fits)
-    for param in params if "lists" not in ABLATED else ():
-        if param.kind == "array" and param.name not in out.arguments:
-            listed = _list_value(task, param, found, free)
-            if listed is not None:
-                out.arguments[param.name], out.notes[param.name] = listed[0], listed[1]
-                used.extend(listed[2])
-    # 4. required parameters still empty: the remaining values that fit, in order
-    #    (numbers in digits before spelled ones: "two numbers, 36 and 48")
-    plain = sorted(found, key=lambda s: (s.kind == "word number", s.start))
-    for param in params if "order" not in ABLATED else ():
-        if not param.required or param.name in out.arguments:
-            continue
-        for span in plain:
-            value = _convert(param, span)
-            if value is not None and free(span) and _plain_fit(param, span):
-                take(param, value, span, f"{span.kind} {span.text!r}, the next that fits")
-                break
-    # 4b. optional numbers take what numbers are left, bare ones only ("add 2 and 3")
-    for param in params if "order" not in ABLATED else ():
-        if param.required or param.name in out.arguments or param.kind not in {"integer", "number"}:
-            continue
-        for span in found:
-            value = _convert(param, span)
-            if value is not None and free(span) and span.kind == "number" and not span.unit:
-                take(param, value, span, f"number {span.text!r}, the next left")
-                break
-    # 5. free text for a required string: the phrase after its cue word, else the task
-    topic_stems = content_stems(topic)
-    sole = sum(p.required for p in params) == 1  # the task is the input of a one-input tool
-    for param in params if "phrases" not in ABLATED else ():
-        if not param.required or param.name in out.arguments or param.kind not in {"string", "any"}:
-            continue
-        phrase = _cue_phrase(task, param, topic_stems, free)
-        if phrase is not None and not (_place_phrase(param, phrase) and _id_fits(param, phrase)):
-            phrase = None
-        if phrase is None or task[phrase.end :].lstrip(" '\"").startswith(":"):
-            phrase = _after_colon(task, param) or phrase  # "a note saying this: …"
-        if phrase is not None:
-            take(param, phrase.value, phrase, f"the phrase after {phrase.unit!r}")
-        elif param.says(*_TEXT_CUES) and sole and _whole_text_fits(param):
-            take(param, task.strip(), None, "the task text (the parameter asks for text)")
-    # 6. a boolean whose name's words the task writes is switched on ("avoid tolls")
-    for param in params if "flags" not in ABLATED else ():
-        if param.kind == "boolean" and param.name not in out.arguments:
-            flag = _flag(task, param)
-            if flag is not None:
-                out.arguments[param.name], out.notes[param.name] = flag
+    tool's name and description) names words that are no values for free-text fallbacks.
+    The stages run strongest evidence first; a span one stage takes is not free for the
+    next."""
+    assigner = _Assigner(task, params_of(schema), find_spans(task) if spans is None else spans)
+    if "choices" not in ABLATED:
+        assigner.choices()
+    if COMMANDS not in ABLATED:
+        assigner.commands()
+    assigner.strong_evidence()
+    if "lists" not in ABLATED:
+        assigner.arrays()
+    if "order" not in ABLATED:
+        assigner.by_order()
+    if "phrases" not in ABLATED:
+        assigner.free_text(content_stems(topic))
+    if "flags" not in ABLATED:
+        assigner.flags()
+    out, params = assigner.out, assigner.params
     out.missing = [
         p.name for p in params
         if p.required and p.name not in out.arguments and "default" not in p.schema
     ]  # fmt: skip
     return out
+
+
+class _Assigner:
+    """One task's extraction in progress: the arguments taken and the spans they used."""
+
+    def __init__(self, task: str, params: list[Param], found: list[Span]) -> None:
+        self.task, self.params, self.found = task, params, found
+        self.lowered = task.lower()
+        self.out = Extraction()
+        self.used: list[Span] = []
+
+    def take(self, param: Param, value: Any, span: Span | None, why: str) -> None:
+        self.out.arguments[param.name] = value
+        self.out.notes[param.name] = why
+        if span is not None:
+            self.used.append(span)
+            self.out.spans[param.name] = span
+
+    def free(self, span: Span) -> bool:
+        return not any(span.overlaps(u) for u in self.used)
+
+    def open(self, param: Param) -> bool:
+        return param.name not in self.out.arguments
+
+    def choices(self) -> None:
+        """Enum values and the options a description quotes; a list of them is kept as
+        alternatives (one call each)."""
+        for param in self.params:
+            choice = choice_of(self.task, self.lowered, param, self.free)
+            if choice is not None:
+                self.take(param, choice[0], choice[1], choice[2])
+                self.out.strong.add(param.name)
+                alternatives = listed_choices(self.task, param, choice[1])
+                if alternatives:
+                    self.out.alternatives[param.name] = [option for option, _ in alternatives]
+                    self.used.extend(span for _, span in alternatives)
+
+    def commands(self) -> None:
+        """A command parameter: the command the task says to use ("using docker ps")."""
+        for param in self.params:
+            command = command_after(self.task, param) if self.open(param) else None
+            if command is not None:
+                self.take(param, command.value, command, f"the command after {command.unit!r}")
+                self.out.strong.add(param.name)
+
+    def strong_evidence(self) -> None:
+        """Named values, units, relations: every (parameter, span) pair scored, the best
+        taken first."""
+        pairs: list[tuple[float, int, int, Param, Span, Any, str]] = []
+        for p_index, param in enumerate(self.params):
+            if not self.open(param) or param.kind == "array":
+                continue
+            for span in self.found:
+                value = _convert(param, span)
+                if value is None:
+                    continue
+                score, why = _evidence(self.task, param, span)
+                pairs.append((score, -span.start, -p_index, param, span, value, why))
+        pairs.sort(key=lambda p: (p[0], p[1], p[2]), reverse=True)
+        for score, _, _, param, span, value, why in pairs:
+            if score >= STRONG and self.open(param) and self.free(span):
+                self.take(param, value, span, why)
+                self.out.strong.add(param.name)
+
+    def arrays(self) -> None:
+        """A list of like values (the one named, else the first that fits)."""
+        for param in self.params:
+            if param.kind == "array" and self.open(param):
+                listed = _list_value(self.task, param, self.found, self.free)
+                if listed is not None:
+                    self.out.arguments[param.name], self.out.notes[param.name] = listed[:2]
+                    self.used.extend(listed[2])
+
+    def by_order(self) -> None:
+        """Required parameters still empty take the remaining values that fit, in order
+        (numbers in digits before spelled ones: "two numbers, 36 and 48"); then optional
+        numbers take the bare numbers left ("add 2 and 3")."""
+        plain = sorted(self.found, key=lambda s: (s.kind == "word number", s.start))
+        for param in self.params:
+            if not param.required or not self.open(param):
+                continue
+            for span in plain:
+                value = _convert(param, span)
+                if value is not None and self.free(span) and _plain_fit(param, span):
+                    self.take(param, value, span, f"{span.kind} {span.text!r}, the next that fits")
+                    break
+        for param in self.params:
+            if param.required or not self.open(param) or param.kind not in {"integer", "number"}:
+                continue
+            for span in self.found:
+                value = _convert(param, span)
+                if (
+                    value is not None
+                    and self.free(span)
+                    and span.kind == "number"
+                    and not span.unit
+                ):
+                    self.take(param, value, span, f"number {span.text!r}, the next left")
+                    break
+
+    def free_text(self, topic_stems: set[str]) -> None:
+        """A required string still empty: the phrase after its cue word, else (for the one
+        input of a text tool) the task itself."""
+        task = self.task
+        sole = sum(p.required for p in self.params) == 1
+        for param in self.params:
+            if not param.required or not self.open(param) or param.kind not in {"string", "any"}:
+                continue
+            phrase = cue_phrase(task, param, topic_stems, self.free)
+            if phrase is not None and not (
+                _place_phrase(param, phrase) and _id_fits(param, phrase)
+            ):
+                phrase = None
+            if phrase is None or task[phrase.end :].lstrip(" '\"").startswith(":"):
+                phrase = after_colon(task, param) or phrase  # "a note saying this: …"
+            if phrase is not None:
+                self.take(param, phrase.value, phrase, f"the phrase after {phrase.unit!r}")
+            elif param.says(*TEXT_CUES) and sole and _whole_text_fits(param):
+                self.take(param, task.strip(), None, "the task text (the parameter asks for text)")
+
+    def flags(self) -> None:
+        """A boolean whose name's words the task writes is switched on ("avoid tolls")."""
+        for param in self.params:
+            if param.kind == "boolean" and self.open(param):
+                flag = _flag(self.task, param)
+                if flag is not None:
+                    self.out.arguments[param.name], self.out.notes[param.name] = flag
 
 
 _NEGATION = re.compile(r"\b(?:no|not|without|never|don't|do not|exclude|excluding)\b", re.I)
@@ -506,83 +548,4 @@ def _list_value(
         ]
         if loose:
             return [_convert(item, s) for s in loose], f"every {item.kind} in the task", loose
-    return None
-
-
-COMMANDS = "commands"
-_COMMAND = re.compile(
-    r"\b(using|use|run|execute)\s+(?:the\s+)?(?:(?:command|instruction)\s+(?:called\s+|named\s+)?)?"
-    r"(?!the\b|a\b|an\b|my\b|your\b|it\b|this\b)(\S.*?)"
-    r"(?:\s+(?:command|instruction))?(?:\s+to\s+\w.*)?\s*[.?!]?\s*$",
-    re.IGNORECASE,
-)
-
-
-def _command(task: str, param: Param) -> Span | None:
-    """For a parameter that takes a shell command, the words after "using"/"use"/"run"
-    to the end of the sentence ("check the version using docker --version", "use docker ps
-    to find out"), "the echo %date% command" without "command"."""
-    names = {w.lower() for w in param.name_words}
-    if param.kind not in {"string", "any"} or not names & {"command", "cmd", "instruction"}:
-        return None
-    m = _COMMAND.search(task)
-    if m is None:
-        return None
-    value = m.group(2).strip()
-    return Span(m.start(2), m.start(2) + len(value), "phrase", value, value, unit=m.group(1))
-
-
-TEXT_TAIL = "text_tail"
-_SENTENCE_END = re.compile(r"[.?!;]\s|[.?!;]?$|\n")
-_AFTER_COLON = re.compile(r":\s*([^:\n]*\w[^:\n]*?)[\s.?!]*$")
-
-
-def _text_named(param: Param, word: str) -> bool:
-    """Whether ``word`` is part of the name of a parameter that asks for free text: its
-    value then runs to the end of the sentence ("add todo with content go to sleep at
-    9 pm"), prepositions and all."""
-    named = {stem(w) for w in param.name_words}
-    return TEXT_TAIL not in ABLATED and stem(word) in named and _asks_text(param)
-
-
-def _asks_text(param: Param) -> bool:
-    """Whether the parameter's own name asks for free text ("content", "message")."""
-    return bool({stem(w) for w in param.name_words} & {stem(c) for c in _TEXT_CUES})
-
-
-def _after_colon(task: str, param: Param) -> Span | None:
-    """The words after the task's last colon, for a parameter that asks for text ("create
-    a todo with these words: go shopping at 9 pm")."""
-    m = _AFTER_COLON.search(task)
-    if TEXT_TAIL in ABLATED or not _asks_text(param) or m is None:
-        return None
-    value = m.group(1).strip().strip("'\"")
-    if len(value.split()) < 2:
-        return None
-    return Span(m.start(1), m.end(1), "phrase", value, value, unit=":")
-
-
-def _cue_phrase(task: str, param: Param, topic: set[str], free: Any) -> Span | None:
-    """The words after the parameter's cue word ("the company Google", "genre: jazz"),
-    up to the next preposition or punctuation; topic words alone are no value."""
-    for m in re.finditer(r"[A-Za-z][\w'-]*", task):
-        if stem(m.group(0)) not in param.cue_stems or m.group(0).lower() in STOPWORDS:
-            continue
-        rest = task[m.end() :]
-        lead = re.match(r"\s*(?:(?:of|is|are|=|:|named|called|for|about|on|the|a|an|as)\s+)*", rest)
-        offset = m.end() + (lead.end() if lead else 0)
-        tail = _text_named(param, m.group(0))
-        stop = (_SENTENCE_END if tail else _PHRASE_STOP).search(task, offset)
-        end = stop.start() if stop else len(task)
-        phrase = task[offset:end].strip()
-        chunk = phrase.split()[: None if tail else 5]
-        if not chunk or all(w.lower() in STOPWORDS for w in chunk):
-            continue
-        if content_stems(" ".join(chunk)) <= topic | param.cue_stems:
-            continue
-        value = " ".join(chunk).strip("'\"")
-        span = Span(offset, offset + len(" ".join(chunk)), "phrase", value, value, unit=m.group(0))
-        span = unlabelled(span)
-        if free(span):
-            return span
     return None
