@@ -25,59 +25,52 @@ class HealthRows:
         self, tenant: str, since: float, until: float, *, top: int = 5
     ) -> dict[str, Any]:
         """Health of one tenant over [since, until): see tools/diagnostics.py."""
-        period = (calls.c.tenant == tenant, calls.c.started_at >= since, calls.c.started_at < until)
-        ok = sa.func.sum(sa.cast(calls.c.success, sa.Integer))
         with self._guard(), self._reader.connect() as conn:
             status = conn.execute(
                 sa.select(tools.c.category, tools.c.enabled, sa.func.count())
                 .where(tools.c.tenant == tenant)
                 .group_by(tools.c.category, tools.c.enabled)
             ).all()
-            hour = self._hour_bucket(since).label("hour")
-            hourly = conn.execute(
-                sa.select(hour, sa.func.count(), ok).where(*period).group_by(hour).order_by(hour)
-            ).all()
-            kinds = conn.execute(
-                sa.select(calls.c.error_kind, sa.func.count())
-                .where(*period)
-                .group_by(calls.c.error_kind)
-            ).all()
-            per_tool = conn.execute(
-                sa.select(
-                    calls.c.tool_name,
-                    sa.func.count().label("calls"),
-                    ok.label("successes"),
-                    sa.func.avg(calls.c.duration_ms).label("avg_ms"),
-                    sa.func.max(calls.c.duration_ms).label("max_ms"),
+            figures = self._call_figures(conn, tenant, since, until, top)
+            figures["ooda"] = _ooda_figures(conn, tenant)
+            figures["store"] = self._store_size(conn, tenant)
+        return {"tools": _status(status), **figures}
+
+    def _call_figures(
+        self, conn: sa.Connection, tenant: str, since: float, until: float, top: int
+    ) -> dict[str, Any]:
+        """The call log over the period: per hour, by error kind, failing and slowest tools."""
+        period = (calls.c.tenant == tenant, calls.c.started_at >= since, calls.c.started_at < until)
+        ok = sa.func.sum(sa.cast(calls.c.success, sa.Integer))
+        hour = self._hour_bucket(since).label("hour")
+        hourly = conn.execute(
+            sa.select(hour, sa.func.count(), ok).where(*period).group_by(hour).order_by(hour)
+        ).all()
+        kinds = conn.execute(
+            sa.select(calls.c.error_kind, sa.func.count())
+            .where(*period)
+            .group_by(calls.c.error_kind)
+        ).all()
+        per_tool = conn.execute(
+            sa.select(
+                calls.c.tool_name,
+                sa.func.count().label("calls"),
+                ok.label("successes"),
+                sa.func.avg(calls.c.duration_ms).label("avg_ms"),
+                sa.func.max(calls.c.duration_ms).label("max_ms"),
+            )
+            .where(*period)
+            .group_by(calls.c.tool_name)
+        ).all()
+        p95: dict[str, float] = {
+            row.name: float(row.window_p95_ms)
+            for row in conn.execute(
+                sa.select(tools.c.name, tools.c.window_p95_ms).where(
+                    tools.c.tenant == tenant, tools.c.window_p95_ms.is_not(None)
                 )
-                .where(*period)
-                .group_by(calls.c.tool_name)
-            ).all()
-            p95: dict[str, float] = {
-                row.name: float(row.window_p95_ms)
-                for row in conn.execute(
-                    sa.select(tools.c.name, tools.c.window_p95_ms).where(
-                        tools.c.tenant == tenant, tools.c.window_p95_ms.is_not(None)
-                    )
-                )
-            }
-            last_cycle = conn.execute(
-                sa.select(ooda_cycles.c.id, ooda_cycles.c.ended_at, ooda_cycles.c.acts,
-                          ooda_cycles.c.findings)
-                .where(ooda_cycles.c.tenant == tenant)
-                .order_by(ooda_cycles.c.id.desc())
-                .limit(1)
-            ).first()  # fmt: skip
-            disabled_by_ooda = conn.execute(
-                sa.select(sa.func.count()).where(
-                    ooda_acts.c.tenant == tenant,
-                    ooda_acts.c.action == "disable",
-                    ooda_acts.c.undone_at.is_(None),
-                )
-            ).scalar_one()
-            sizes = self._store_size(conn, tenant)
+            )
+        }
         return {
-            "tools": _status(status),
             "calls_per_hour": [
                 {
                     "hour_start": since + 3600 * int(h),
@@ -89,14 +82,6 @@ class HealthRows:
             "errors": _errors(kinds),
             "failing_tools": _failing(per_tool, top),
             "slowest_tools": _slowest(per_tool, p95, top),
-            "ooda": {
-                "last_cycle_id": last_cycle.id if last_cycle else None,
-                "last_cycle_at": last_cycle.ended_at if last_cycle else None,
-                "last_cycle_findings": len(last_cycle.findings) if last_cycle else None,
-                "last_cycle_acts": last_cycle.acts if last_cycle else None,
-                "tools_disabled_by_ooda": int(disabled_by_ooda),
-            },
-            "store": sizes,
         }
 
     def _hour_bucket(self, since: float) -> sa.ColumnElement[Any]:
@@ -179,3 +164,28 @@ def _slowest(rows: Sequence[Any], p95: dict[str, float], top: int) -> list[dict[
     ]
     found.sort(key=lambda e: (-e["avg_ms"], e["tool"]))
     return found[:top]
+
+
+def _ooda_figures(conn: sa.Connection, tenant: str) -> dict[str, Any]:
+    """The last OODA cycle and how many tools OODA keeps disabled."""
+    last_cycle = conn.execute(
+        sa.select(ooda_cycles.c.id, ooda_cycles.c.ended_at, ooda_cycles.c.acts,
+                  ooda_cycles.c.findings)
+        .where(ooda_cycles.c.tenant == tenant)
+        .order_by(ooda_cycles.c.id.desc())
+        .limit(1)
+    ).first()  # fmt: skip
+    disabled_by_ooda = conn.execute(
+        sa.select(sa.func.count()).where(
+            ooda_acts.c.tenant == tenant,
+            ooda_acts.c.action == "disable",
+            ooda_acts.c.undone_at.is_(None),
+        )
+    ).scalar_one()
+    return {
+        "last_cycle_id": last_cycle.id if last_cycle else None,
+        "last_cycle_at": last_cycle.ended_at if last_cycle else None,
+        "last_cycle_findings": len(last_cycle.findings) if last_cycle else None,
+        "last_cycle_acts": last_cycle.acts if last_cycle else None,
+        "tools_disabled_by_ooda": int(disabled_by_ooda),
+    }
