@@ -107,6 +107,8 @@ def test_without_a_jdk_registration_says_how_to_install_one(
     gone = reg.call("java_before", {})  # registered while a JDK was there
     assert not gone.success
     assert "script tool 'java_before' needs a JDK: no JDK is installed" in (gone.error or "")
+    with pytest.raises(DefinitionError, match=r"'java_before' needs a JDK: no JDK is installed"):
+        java_launch(reg.get("java_before").spec, "/scratch", 512)  # the launcher's own check
 
 
 def test_the_example_java_tool_of_the_readme(reg: Registry) -> None:
