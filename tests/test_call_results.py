@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 import threading
 import time
 from decimal import Decimal
@@ -433,3 +434,27 @@ def test_a_kind_this_registry_cannot_execute_is_refused_by_name(registry: Regist
     assert str(refused.value) == (
         "tool kind 'http' cannot be executed by this version of tooldb (available: python)"
     )
+
+
+def test_an_async_tool_whose_target_is_gone_is_a_recorded_failure(
+    registry: Registry, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The executor's preparation (here: importing the target) can fail at call time; on
+    the async path that is a failed, recorded call like any other, not a crash."""
+    (tmp_path / "vanishing_tools.py").write_text(
+        "from tooldb import tool\n\n\n@tool\n"
+        "async def vanish(x: int) -> int:\n    '''Return x.'''\n    return x\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry.add_module("vanishing_tools")
+    (tmp_path / "vanishing_tools.py").unlink()
+    monkeypatch.delitem(sys.modules, "vanishing_tools")
+    fresh = tooldb.open(registry.settings.url, settings=registry.settings)  # nothing cached
+    try:
+        result = asyncio.run(fresh.acall("vanish", {"x": 1}))
+        assert not result.success and "vanishing_tools" in (result.error or "")
+        assert 0 <= result.duration_ms < 5000
+        [record] = fresh.calls(limit=1)
+        assert record.id == result.call_id and record.error_kind is ErrorKind.EXECUTION
+    finally:
+        fresh.close()
