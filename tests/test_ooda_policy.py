@@ -11,11 +11,22 @@ from typing import Any
 
 import pytest
 
-from tooldb import NotFound, StoreError
+from tooldb import NotFound, Registry, StoreError
 
 from .ooda_support import DAY, HOUR, Opener, log_calls, pattern, tool_spec
 
 RATES = "Fetch the exchange rate of a currency."
+
+
+def _disabled_then_reenabled_by_hand(registry: Registry) -> float:
+    """A tool "flaky" that OODA disabled (30 of 300 calls ok, days ago) and a person
+    re-enabled; the moment just after, from which its new calls count."""
+    registry.add(tool_spec("flaky"))
+    now = time.time()
+    log_calls(registry, "flaky", pattern(300, 30), start=now - 5 * DAY, end=now - DAY)
+    [disable] = registry.ooda(now=now).acts
+    registry.ooda.undo(disable.id)  # type: ignore[arg-type]
+    return time.time() + 1
 
 
 def _iso(timestamp: float) -> str:
@@ -83,12 +94,7 @@ def test_a_reenabled_tool_with_only_the_minimum_calls_since_is_held(
     own to be judged: at exactly the minimum, failing all, it is held for too few calls
     (not said to succeed); one more and it is disabled again."""
     registry = open_registry()
-    registry.add(tool_spec("flaky"))
-    now = time.time()
-    log_calls(registry, "flaky", pattern(300, 30), start=now - 5 * DAY, end=now - DAY)
-    [disable] = registry.ooda(now=now).acts
-    registry.ooda.undo(disable.id)  # type: ignore[arg-type]
-    later = time.time() + 1
+    later = _disabled_then_reenabled_by_hand(registry)
     log_calls(registry, "flaky", [False] * 200, start=later, end=later + 100)
     report = registry.ooda(now=later + 200)
     assert report.acts == [] and registry.get("flaky").enabled
@@ -326,12 +332,7 @@ def test_a_reenabled_tool_that_no_longer_fails_is_neither_held_nor_acted_on(
     """Held is for a re-enabled tool its whole window would still condemn; once its
     calls since and the window both pass, the cycle says nothing about it."""
     registry = open_registry()
-    registry.add(tool_spec("flaky"))
-    now = time.time()
-    log_calls(registry, "flaky", pattern(300, 30), start=now - 5 * DAY, end=now - DAY)
-    [disable] = registry.ooda(now=now).acts
-    registry.ooda.undo(disable.id)  # type: ignore[arg-type]
-    later = time.time() + 1
+    later = _disabled_then_reenabled_by_hand(registry)
     log_calls(registry, "flaky", [True] * 400, start=later, end=later + 100)
     report = registry.ooda(now=later + 200)  # 430 of 700 in the window: 61%
     assert report.acts == [] and report.held == [] and registry.get("flaky").enabled
