@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFound, UsageError
@@ -137,22 +138,13 @@ def load_skill(run: _Run, available: dict[str, SkillSpec]) -> Builtin:
             names = ", ".join(sorted(available)) or "none"
             raise UsageError(f"no skill named {name!r} is available here; skills: {names}")
         order = _with_dependencies(name, run)
-        lines: list[str] = []
-        missing: list[str] = []
-        added: list[str] = []
-        configured: list[str] = []
-        for skill in order:
-            for grant in sorted(skill.tools, key=lambda g: -g.priority):
-                if grant.config:
-                    configured.append(f"{grant.name}: {json.dumps(grant.config)}")
-                new = run.toolbox.add_tools([grant.name], grant.access.value)
-                added.extend(new)
-                if grant.name not in run.toolbox.offered:
-                    missing.append(grant.name)
-            if skill.name not in run.skills_loaded:
-                run.skills_loaded.append(skill.name)
-            if skill.name != name and skill.instructions:
-                lines.append(f"## {skill.name} (required by {name})\n{skill.instructions}")
+        grants = _grant(run, order)
+        lines = [
+            f"## {skill.name} (required by {name})\n{skill.instructions}"
+            for skill in order
+            if skill.name != name and skill.instructions
+        ]
+        added, missing, configured = grants.added, grants.missing, grants.configured
         main = order[-1]
         children = [s for s in available.values() if s.parent == name]
         granted = [f"{t} ({run.toolbox.access.get(t, 'execute')})" for t in added]
@@ -187,6 +179,31 @@ def load_skill(run: _Run, available: dict[str, SkillSpec]) -> Builtin:
         ),
         execute,
     )
+
+
+@dataclass
+class _Granted:
+    """What loading skills did to the run's toolbox."""
+
+    added: list[str] = field(default_factory=list)  # newly offered, with the grant's access
+    missing: list[str] = field(default_factory=list)  # granted but not registered or disabled
+    configured: list[str] = field(default_factory=list)  # "tool: {config}" per configured grant
+
+
+def _grant(run: _Run, order: list[SkillSpec]) -> _Granted:
+    """Offer each skill's tools (highest priority first) with the access it grants, and
+    mark the skills loaded."""
+    granted = _Granted()
+    for skill in order:
+        for grant in sorted(skill.tools, key=lambda g: -g.priority):
+            if grant.config:
+                granted.configured.append(f"{grant.name}: {json.dumps(grant.config)}")
+            granted.added.extend(run.toolbox.add_tools([grant.name], grant.access.value))
+            if grant.name not in run.toolbox.offered:
+                granted.missing.append(grant.name)
+        if skill.name not in run.skills_loaded:
+            run.skills_loaded.append(skill.name)
+    return granted
 
 
 def _listed(heading: str, items: list[str], separator: str) -> str:
